@@ -1,0 +1,167 @@
+// Composition root, in fixed order: infra → realtime → auth → features → ops. Builds one independent app per
+// call so tests can run several in one process.
+import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import { type Auth, createAuth } from './auth/auth.js';
+import { registerAuthBridge } from './auth/bridge.js';
+import { createSessionResolver, type SessionResolver } from './auth/guard.js';
+import type { Config } from './config.js';
+import { installErrorHandling } from './http/errors.js';
+import { createStore, type Store } from './infra/cache.js';
+import { createDatabase, type Database } from './infra/db.js';
+import { type Logger, loggerOptions } from './infra/logger.js';
+import { createMailer, type Mailer } from './infra/mailer.js';
+import { registerHealth } from './ops/health.js';
+import { createLifecycle, type Lifecycle } from './ops/lifecycle.js';
+import { type Bus, createMemoryBus } from './realtime/bus.js';
+
+export interface AppContext {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  store: Store;
+  mailer: Mailer;
+  bus: Bus;
+  auth: Auth;
+  sessions: SessionResolver;
+  lifecycle: Lifecycle;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    ctx: AppContext;
+  }
+}
+
+export interface BuildOptions {
+  /** Replace infrastructure pieces (tests force failures this way). */
+  overrides?: Partial<Pick<AppContext, 'mailer' | 'database' | 'store'>>;
+  /** Pretty logs (development entry point only). */
+  prettyLogs?: boolean;
+}
+
+export type App = FastifyInstance;
+
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
+  const app = Fastify({
+    logger: loggerOptions(config.LOG_LEVEL, options.prettyLogs ?? false),
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    trustProxy: parseTrustProxy(config.TRUST_PROXY),
+    genReqId: () => crypto.randomUUID(),
+    requestIdHeader: false,
+    logController: new LogController({ disableRequestLogging: config.NODE_ENV === 'test' }),
+    return503OnClosing: false,
+    forceCloseConnections: true,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  installErrorHandling(app);
+  const logger = app.log;
+
+  // infra
+  const database =
+    options.overrides?.database ??
+    createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+  await database.migrate();
+  const store =
+    options.overrides?.store ??
+    createStore({
+      url: config.CACHE_URL,
+      prefix: config.CACHE_KEY_PREFIX,
+      onError: (role, err) => logger.warn({ role, err: err.message }, 'store connection error'),
+    });
+  if (store.kind === 'memory') {
+    logger.warn(
+      'CACHE_URL is not set: using the in-process store; distributed mode is off (single instance only)',
+    );
+  }
+  const mailer =
+    options.overrides?.mailer ??
+    createMailer({
+      host: config.SMTP_HOST,
+      port: config.SMTP_PORT,
+      secure: config.SMTP_SECURE,
+      user: config.SMTP_USER,
+      pass: config.SMTP_PASS,
+      from: config.SMTP_FROM,
+      isProduction: config.isProduction,
+      logger,
+    });
+  const lifecycle = createLifecycle();
+
+  // realtime
+  const bus = createMemoryBus(config.INSTANCE_ID, (topic, err) =>
+    logger.error({ topic, err }, 'bus handler failed'),
+  );
+
+  // auth
+  const auth = createAuth({ config, db: database.db, store, mailer, logger });
+  const sessions = createSessionResolver(auth);
+
+  app.decorate('ctx', { config, logger, database, store, mailer, bus, auth, sessions, lifecycle });
+  app.decorateRequest('auth', null);
+
+  await app.register(helmet, {
+    // The API serves JSON; the only HTML is the /docs reference UI, which needs inline styles and scripts.
+    contentSecurityPolicy: false,
+    crossOriginResourcePolicy: { policy: 'same-site' },
+  });
+  await app.register(cors, {
+    origin: (origin, cb) =>
+      cb(null, origin === undefined || config.CORS_ALLOWLISTED_ORIGINS.includes(origin)),
+    credentials: true,
+    methods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'],
+    maxAge: 600,
+  });
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Herald API', version: '0.1.0', description: 'Accounts, notifications and chat.' },
+      servers: [{ url: config.API_BASE_URL }],
+      components: {
+        securitySchemes: { session: { type: 'apiKey', in: 'cookie', name: 'better-auth.session_token' } },
+      },
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  registerAuthBridge(app, auth, config.API_BASE_URL);
+
+  // features (registered by their issues)
+
+  // ops
+  registerHealth(app);
+
+  lifecycle.onShutdown('close-pools', 'mailer', () => mailer.close());
+  lifecycle.onShutdown('close-pools', 'store', () => store.close());
+  lifecycle.onShutdown('close-pools', 'database', () => database.close());
+  app.addHook('onClose', async () => {
+    await lifecycle.shutdown((name, err) => logger.error({ step: name, err }, 'shutdown step failed'));
+  });
+
+  await app.ready();
+  return app;
+}
+
+/** TRUST_PROXY: unset/false (socket address), true, a hop count, or a comma-separated list of proxy addresses/CIDRs. */
+function parseTrustProxy(
+  value: string | undefined,
+): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    return (_address, hop) => hop < hops;
+  }
+  return value.split(',').map((v) => v.trim());
+}

@@ -1,0 +1,231 @@
+// Owns the one environment schema. Everything else receives a typed Config; nothing else reads process.env.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+const bool = (fallback: boolean) =>
+  z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return fallback;
+      if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+      if (['0', 'false', 'no', 'off'].includes(v)) return false;
+      ctx.addIssue({ code: 'custom', message: `expected true or false, got "${v}"` });
+      return z.NEVER;
+    });
+
+const int = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .trim()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return fallback;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < min || n > max) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected an integer between ${min} and ${max}, got "${v}"`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const optionalString = z
+  .string()
+  .trim()
+  .optional()
+  .transform((v) => (v === undefined || v === '' ? undefined : v));
+
+/** Strips surrounding quotes and whitespace that .env files and shells tend to leave on list items. */
+function cleanListItem(item: string): string {
+  return item
+    .trim()
+    .replace(/^['"]+|['"]+$/g, '')
+    .trim();
+}
+
+const list = z
+  .string()
+  .optional()
+  .transform((v) => (v ? v.split(',').map(cleanListItem).filter(Boolean) : []));
+
+const httpUrl = (name: string) =>
+  optionalString.refine(
+    (v) => {
+      if (v === undefined) return true;
+      try {
+        const u = new URL(v);
+        return u.protocol === 'http:' || u.protocol === 'https:';
+      } catch {
+        return false;
+      }
+    },
+    { message: `${name} must be an absolute http(s) URL` },
+  );
+
+/** Instance ids end up in Redis keys, logs and metrics: keep them to a safe alphabet and length. */
+export function sanitizeInstanceId(raw: string): string {
+  const cleaned = raw.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64);
+  return cleaned.replace(/^-+|-+$/g, '') || `api-${randomUUID()}`;
+}
+
+export const EnvSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).optional().default('development'),
+  PORT: int(3001, 0, 65535),
+  HOST: optionalString.default('0.0.0.0'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .optional()
+    .default('info'),
+  CORS_ALLOWLISTED_ORIGINS: list,
+  DATABASE_URL: optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
+    message: 'DATABASE_URL must start with postgres:// or postgresql://',
+  }),
+  DATA_DIR: optionalString.default('./data'),
+  CACHE_URL: optionalString.refine((v) => v === undefined || /^rediss?:\/\//.test(v), {
+    message: 'CACHE_URL must start with redis:// or rediss://',
+  }),
+  CACHE_KEY_PREFIX: optionalString.default('herald:'),
+  ENABLE_DISTRIBUTED_CHAT: bool(true),
+  INSTANCE_ID: optionalString,
+  METRICS_API_KEY: optionalString.refine((v) => v === undefined || v.length >= 32, {
+    message: 'METRICS_API_KEY must be at least 32 characters long',
+  }),
+  AUTH_SECRET: optionalString.refine((v) => v === undefined || v.length >= 32, {
+    message: 'AUTH_SECRET must be at least 32 characters long',
+  }),
+  API_BASE_URL: httpUrl('API_BASE_URL'),
+  FE_BASE_URL: httpUrl('FE_BASE_URL'),
+  FRONTEND_URL: httpUrl('FRONTEND_URL'),
+  COOKIE_SAME_SITE: z.enum(['lax', 'strict', 'none']).optional().default('lax'),
+  SMTP_HOST: optionalString,
+  SMTP_PORT: int(587, 1, 65535),
+  SMTP_SECURE: bool(false),
+  SMTP_USER: optionalString,
+  SMTP_PASS: optionalString,
+  SMTP_FROM: optionalString.default('Herald <no-reply@localhost>'),
+  SOCIAL_PROVIDER: optionalString.default('oidc'),
+  SOCIAL_ISSUER: httpUrl('SOCIAL_ISSUER'),
+  SOCIAL_CLIENT_ID: optionalString,
+  SOCIAL_CLIENT_SECRET: optionalString,
+  ADMIN_EMAILS: list.transform((emails) => emails.map((e) => e.toLowerCase())),
+  TRUST_PROXY: optionalString,
+  ACTION_ALLOWED_DOMAINS: list.transform((hosts) => hosts.map((h) => h.toLowerCase())),
+  BROADCAST_BATCH_SIZE: int(500, 1, 10_000),
+  BODY_LIMIT_BYTES: int(64 * 1024, 1024, 10 * 1024 * 1024),
+  AUTH_RATE_LIMIT_MAX: int(10, 1),
+  AUTH_RATE_LIMIT_WINDOW_S: int(60, 1),
+  // Real-time timings (contract defaults; tests shrink them).
+  HEARTBEAT_INTERVAL_MS: int(10_000, 50),
+  REGISTRY_TTL_MS: int(30_000, 100),
+  DEAD_INSTANCE_MS: int(45_000, 100),
+  PRESENCE_DEBOUNCE_MS: int(500, 0),
+  DEDUP_WINDOW_MS: int(5_000, 0),
+  SSE_KEEPALIVE_MS: int(15_000, 50),
+  WS_PING_INTERVAL_MS: int(30_000, 50),
+  SHUTDOWN_TIMEOUT_MS: int(10_000, 100),
+  BUS_MAX_PAYLOAD_BYTES: int(256 * 1024, 1024),
+  CHAT_THROTTLE_LIMIT: int(5, 1),
+  CHAT_THROTTLE_WINDOW_MS: int(10_000, 100),
+  CHAT_MAX_CONNECTIONS_PER_IP: int(50, 1),
+  CHAT_MAX_CONNECTIONS_PER_USER: int(10, 1),
+  RETENTION_INTERVAL_MS: int(60 * 60 * 1000, 1000),
+  RETENTION_MAX_AGE_DAYS: int(90, 1),
+  RETENTION_MAX_PER_USER: int(1000, 1),
+  EMAIL_QUEUE_POLL_MS: int(2_000, 50),
+  EMAIL_MAX_ATTEMPTS: int(8, 1),
+});
+
+export type Env = z.input<typeof EnvSchema>;
+type ParsedEnv = z.output<typeof EnvSchema>;
+
+export interface Config extends Omit<ParsedEnv, 'FRONTEND_URL' | 'INSTANCE_ID' | 'AUTH_SECRET'> {
+  isProduction: boolean;
+  INSTANCE_ID: string;
+  AUTH_SECRET: string;
+  API_BASE_URL: string;
+  FE_BASE_URL: string;
+  /** True only when a store is configured and ENABLE_DISTRIBUTED_CHAT is on. */
+  distributed: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** In development the auth secret is generated once and kept under DATA_DIR so sessions survive restarts. */
+function developmentSecret(dataDir: string): string {
+  const file = path.join(dataDir, 'auth-secret');
+  if (existsSync(file)) {
+    const stored = readFileSync(file, 'utf8').trim();
+    if (stored.length >= 32) return stored;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, secret, { mode: 0o600 });
+  return secret;
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`),
+    );
+  }
+  const e = parsed.data;
+  const problems: string[] = [];
+  const isProduction = e.NODE_ENV === 'production';
+  const feBaseUrl = e.FE_BASE_URL ?? e.FRONTEND_URL;
+  if (e.FE_BASE_URL && e.FRONTEND_URL && e.FE_BASE_URL !== e.FRONTEND_URL) {
+    problems.push('FE_BASE_URL and FRONTEND_URL are both set and differ; set only one');
+  }
+  if (isProduction) {
+    for (const [name, value] of [
+      ['DATABASE_URL', e.DATABASE_URL],
+      ['CACHE_URL', e.CACHE_URL],
+      ['AUTH_SECRET', e.AUTH_SECRET],
+      ['API_BASE_URL', e.API_BASE_URL],
+      ['FE_BASE_URL', feBaseUrl],
+    ] as const) {
+      if (!value) problems.push(`${name}: required when NODE_ENV=production`);
+    }
+  }
+  if (e.COOKIE_SAME_SITE === 'none' && e.API_BASE_URL && !e.API_BASE_URL.startsWith('https:')) {
+    problems.push(
+      'COOKIE_SAME_SITE: "none" requires an https API_BASE_URL (browsers drop insecure SameSite=None cookies)',
+    );
+  }
+  if ((e.SOCIAL_CLIENT_ID === undefined) !== (e.SOCIAL_CLIENT_SECRET === undefined)) {
+    problems.push('SOCIAL_CLIENT_ID and SOCIAL_CLIENT_SECRET must be set together');
+  }
+  if (e.SOCIAL_CLIENT_ID && e.SOCIAL_PROVIDER === 'oidc' && !e.SOCIAL_ISSUER) {
+    problems.push('SOCIAL_ISSUER: required for the generic "oidc" social provider');
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const apiBaseUrl = (e.API_BASE_URL ?? `http://localhost:${e.PORT || 3001}`).replace(/\/+$/, '');
+  const fe = (feBaseUrl ?? 'http://localhost:3000').replace(/\/+$/, '');
+  const { FRONTEND_URL: _alias, ...rest } = e;
+  return {
+    ...rest,
+    isProduction,
+    API_BASE_URL: apiBaseUrl,
+    FE_BASE_URL: fe,
+    // An empty allowlist in development would make the bundled web app unusable; default to the front end.
+    CORS_ALLOWLISTED_ORIGINS:
+      e.CORS_ALLOWLISTED_ORIGINS.length > 0 ? e.CORS_ALLOWLISTED_ORIGINS : [new URL(fe).origin],
+    INSTANCE_ID: sanitizeInstanceId(e.INSTANCE_ID ?? `api-${randomUUID()}`),
+    AUTH_SECRET: e.AUTH_SECRET ?? developmentSecret(e.DATA_DIR),
+    distributed: Boolean(e.CACHE_URL) && e.ENABLE_DISTRIBUTED_CHAT,
+  };
+}

@@ -1,0 +1,115 @@
+// Owns the contract's error body and the mapping of every failure to it.
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+
+export interface ErrorBody {
+  code: string;
+  message: string;
+  details?: Array<{ path: string; message: string }>;
+}
+
+/** Throw from any handler to answer with the contract's error body. */
+export class AppError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly details?: ErrorBody['details'],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+}
+
+export const unauthorized = () => new AppError(401, 'UNAUTHORIZED', 'A valid session is required');
+export const forbidden = (message = 'You are not allowed to do this') =>
+  new AppError(403, 'FORBIDDEN', message);
+export const notFound = (code = 'NOT_FOUND', message = 'Not found') => new AppError(404, code, message);
+export const validationError = (details: NonNullable<ErrorBody['details']>, code = 'VALIDATION_ERROR') =>
+  new AppError(400, code, details.map((d) => `${d.path || 'body'}: ${d.message}`).join('; '), details);
+
+const FASTIFY_CODES: Record<string, { status: number; code: string; message: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: {
+    status: 413,
+    code: 'PAYLOAD_TOO_LARGE',
+    message: 'Request body is too large',
+  },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'Content-Type must be application/json',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    status: 400,
+    code: 'INVALID_REQUEST',
+    message: 'Invalid Content-Length',
+  },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'INVALID_JSON', message: 'Body must be valid JSON' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'INVALID_JSON', message: 'Body must be valid JSON' },
+};
+
+export function sendError(
+  reply: FastifyReply,
+  status: number,
+  body: ErrorBody,
+  headers?: Record<string, string>,
+) {
+  if (headers) reply.headers(headers);
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof AppError) {
+      return sendError(
+        reply,
+        error.statusCode,
+        { code: error.code, message: error.message, details: error.details },
+        error.headers,
+      );
+    }
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      const details = error.validation.map((v) => ({
+        path: [
+          error.validationContext,
+          ...String(v.instancePath ?? '')
+            .split('/')
+            .filter(Boolean),
+        ]
+          .filter(Boolean)
+          .join('.'),
+        message: v.message ?? 'invalid',
+      }));
+      return sendError(reply, 400, {
+        code: 'VALIDATION_ERROR',
+        message: details.map((d) => `${d.path}: ${d.message}`).join('; '),
+        details,
+      });
+    }
+    const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
+    if (mapped) return sendError(reply, mapped.status, { code: mapped.code, message: mapped.message });
+    if (error instanceof SyntaxError) {
+      return sendError(reply, 400, { code: 'INVALID_JSON', message: 'Body must be valid JSON' });
+    }
+    if (error.statusCode === 429) {
+      return sendError(reply, 429, { code: 'RATE_LIMITED', message: 'Too many requests' });
+    }
+    if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+      return sendError(reply, error.statusCode, { code: 'BAD_REQUEST', message: error.message });
+    }
+    if (isResponseSerializationError(error)) {
+      request.log.error({ err: error, issues: error.cause.issues }, 'response did not match its schema');
+    } else {
+      request.log.error({ err: error }, 'unhandled error');
+    }
+    return sendError(reply, 500, { code: 'INTERNAL_ERROR', message: 'Internal server error' });
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, 404, {
+      code: 'NOT_FOUND',
+      message: `Route ${request.method} ${request.url.split('?')[0]} not found`,
+    }),
+  );
+}

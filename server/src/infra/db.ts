@@ -1,0 +1,102 @@
+// Owns the database: Drizzle over node-postgres (DATABASE_URL) or PGlite under DATA_DIR (embedded default),
+// and migrations, which run under a PostgreSQL advisory lock so several instances can start at once.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { sql } from 'drizzle-orm';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import pg from 'pg';
+import * as schema from './schema/index.js';
+
+export type Schema = typeof schema;
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+
+export interface Database {
+  db: Db;
+  kind: 'postgres' | 'pglite';
+  migrate(): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const MIGRATIONS_FOLDER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+// Arbitrary but fixed: every Herald instance contends for the same advisory lock while migrating.
+const MIGRATION_LOCK_KEY = 727_001_042;
+
+export interface DatabaseOptions {
+  databaseUrl?: string;
+  dataDir: string;
+  poolSize?: number;
+}
+
+export function createDatabase(options: DatabaseOptions): Database {
+  return options.databaseUrl
+    ? createPostgres(options.databaseUrl, options.poolSize ?? 10)
+    : createPglite(options.dataDir);
+}
+
+function createPostgres(url: string, poolSize: number): Database {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5_000 });
+  // An idle client losing its connection (database restart) must not crash the process.
+  pool.on('error', () => {});
+  const db = drizzlePg(pool, { schema, casing: 'snake_case' }) as unknown as Db;
+  return {
+    db,
+    kind: 'postgres',
+    async migrate() {
+      const client = await pool.connect();
+      try {
+        await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+        try {
+          await migratePg(drizzlePg(client, { schema, casing: 'snake_case' }), {
+            migrationsFolder: MIGRATIONS_FOLDER,
+          });
+        } finally {
+          await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+        }
+      } finally {
+        client.release();
+      }
+    },
+    async ping() {
+      await db.execute(sql`select 1`);
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}
+
+function createPglite(dataDir: string): Database {
+  const dir = path.resolve(dataDir, 'pglite');
+  mkdirSync(dir, { recursive: true });
+  const client = new PGlite(dir, { extensions: { pg_trgm } });
+  const db = drizzlePglite(client, { schema, casing: 'snake_case' }) as unknown as Db;
+  return {
+    db,
+    kind: 'pglite',
+    async migrate() {
+      // PGlite is single-process; no lock needed.
+      await migratePglite(drizzlePglite(client, { schema, casing: 'snake_case' }), {
+        migrationsFolder: MIGRATIONS_FOLDER,
+      });
+    },
+    async ping() {
+      await db.execute(sql`select 1`);
+    },
+    async close() {
+      await client.close();
+    },
+  };
+}
+
+/** Rows of a raw `db.execute` result; node-postgres and PGlite both expose `rows`. */
+export function rowsOf<T>(result: unknown): T[] {
+  return (result as { rows: T[] }).rows;
+}

@@ -1,0 +1,81 @@
+// Tables owned by the notifications feature (and the admin broadcast that writes into them).
+import { sql } from 'drizzle-orm';
+import { bigint, boolean, index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { user } from './auth.js';
+
+const tz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+export const notification = pgTable(
+  'notification',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    // Monotonic cursor used as the SSE event id for Last-Event-ID resume.
+    seq: bigint('seq', { mode: 'number' }).generatedAlwaysAsIdentity().notNull(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => user.id, { onDelete: 'cascade' }),
+    type: text('type').notNull(),
+    title: text('title').notNull(),
+    content: text('content').notNull(),
+    metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
+    read: boolean('read').notNull().default(false),
+    createdAt: tz('created_at').notNull().defaultNow(),
+    updatedAt: tz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('notification_user_created_idx').on(t.userId, t.createdAt.desc(), t.id.desc()),
+    index('notification_user_unread_idx')
+      .on(t.userId, t.createdAt.desc(), t.id.desc())
+      .where(sql`${t.read} = false`),
+    index('notification_user_type_created_idx').on(t.userId, t.type, t.createdAt.desc()),
+    index('notification_user_seq_idx').on(t.userId, t.seq),
+    index('notification_created_idx').on(t.createdAt),
+    // Trigram indexes keep ILIKE '%term%' search fast with thousands of rows per user.
+    index('notification_title_trgm_idx').using('gin', sql`${t.title} gin_trgm_ops`),
+    index('notification_content_trgm_idx').using('gin', sql`${t.content} gin_trgm_ops`),
+  ],
+);
+
+export const notificationPreference = pgTable('notification_preference', {
+  userId: text('user_id')
+    .primaryKey()
+    .references(() => user.id, { onDelete: 'cascade' }),
+  emailEnabled: boolean('email_enabled').notNull().default(true),
+  pushEnabled: boolean('push_enabled').notNull().default(false),
+  // null means "the default set" (contract: an unset emailTypes means the default set).
+  emailTypes: text('email_types').array(),
+  pushTypes: text('push_types').array(),
+  createdAt: tz('created_at').notNull().defaultNow(),
+  updatedAt: tz('updated_at').notNull().defaultNow(),
+});
+
+/** Durable email queue (outbox) drained with FOR UPDATE SKIP LOCKED; works on PostgreSQL and PGlite. */
+export const emailOutbox = pgTable(
+  'email_outbox',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    // Makes enqueueing idempotent (e.g. one email per notification id).
+    dedupeKey: text('dedupe_key').unique(),
+    to: text('to_address').notNull(),
+    subject: text('subject').notNull(),
+    text: text('text_body').notNull(),
+    html: text('html_body').notNull(),
+    status: text('status').notNull().default('pending'),
+    attempts: bigint('attempts', { mode: 'number' }).notNull().default(0),
+    nextAttemptAt: tz('next_attempt_at').notNull().defaultNow(),
+    lockedUntil: tz('locked_until'),
+    lastError: text('last_error'),
+    createdAt: tz('created_at').notNull().defaultNow(),
+    sentAt: tz('sent_at'),
+  },
+  (t) => [index('email_outbox_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`)],
+);
+
+/** Remembers the result of an admin send per Idempotency-Key so a retry does not send twice. */
+export const idempotencyKey = pgTable('idempotency_key', {
+  key: text('key').primaryKey(),
+  scope: text('scope').notNull(),
+  requestHash: text('request_hash').notNull(),
+  response: jsonb('response').$type<Record<string, unknown>>(),
+  createdAt: tz('created_at').notNull().defaultNow(),
+});

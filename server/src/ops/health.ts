@@ -1,0 +1,57 @@
+// Owns GET /health: database and store checks with timeouts; 503 while shutting down or without a database.
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+
+const CHECK_TIMEOUT_MS = 2_000;
+
+async function check(run: () => Promise<void>): Promise<'ok' | 'error'> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      run(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS);
+      }),
+    ]);
+    return 'ok';
+  } catch {
+    return 'error';
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const HealthSchema = z.object({
+  status: z.enum(['ok', 'degraded', 'error', 'shutting_down']),
+  instanceId: z.string().optional(),
+  checks: z
+    .object({ database: z.enum(['ok', 'error']), cache: z.enum(['ok', 'error', 'disabled']) })
+    .optional(),
+});
+
+export function registerHealth(app: FastifyInstance): void {
+  const { lifecycle, database, store, config } = app.ctx;
+  app.get(
+    '/health',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Liveness and readiness',
+        response: { 200: HealthSchema, 503: HealthSchema },
+      },
+    },
+    async (_request, reply) => {
+      if (lifecycle.isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
+      const [databaseCheck, cacheCheck] = await Promise.all([
+        check(() => database.ping()),
+        check(() => store.ping()),
+      ]);
+      const checks = { database: databaseCheck, cache: cacheCheck };
+      if (databaseCheck === 'error') {
+        return reply.code(503).send({ status: 'error', instanceId: config.INSTANCE_ID, checks });
+      }
+      const status = cacheCheck === 'ok' && !app.ctx.bus.isDegraded() ? 'ok' : 'degraded';
+      return reply.send({ status, instanceId: config.INSTANCE_ID, checks });
+    },
+  );
+}

@@ -1,0 +1,50 @@
+// Process entry only: config → buildApp → listen → signal handling.
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const app = await buildApp(config, { prettyLogs: !config.isProduction && process.stdout.isTTY });
+  await app.listen({ port: config.PORT, host: config.HOST });
+
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      app.log.warn({ signal }, 'second signal: forcing exit');
+      process.exit(1);
+    }
+    app.log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      app.log.error('shutdown timed out: forcing exit');
+      process.exit(1);
+    }, config.SHUTDOWN_TIMEOUT_MS);
+    timer.unref();
+    app.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('unhandledRejection', (reason) => app.log.error({ err: reason }, 'unhandled rejection'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `Herald failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,4 @@
+// Connection defaults for tests (DESIGN §6); overridable for other machines.
+export const TEST_PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const TEST_REDIS_URL = process.env.TEST_CACHE_URL ?? 'redis://127.0.0.1:6379';
+export const TEST_AUTH_SECRET = 'test-secret-test-secret-test-secret-0123456789';

@@ -1,0 +1,98 @@
+// A real SMTP server (smtp-server) in-process that captures and parses every message.
+import { type ParsedMail, simpleParser } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+
+export interface CapturedMail {
+  to: string[];
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface TestSmtp {
+  port: number;
+  messages: CapturedMail[];
+  /** Resolves with the first captured (or future) message matching the predicate. */
+  waitFor(predicate: (m: CapturedMail) => boolean, timeoutMs?: number): Promise<CapturedMail>;
+  /** Makes the server refuse every message (simulates an SMTP outage) until called with false. */
+  setFailing(failing: boolean): void;
+  close(): Promise<void>;
+}
+
+function addresses(parsed: ParsedMail): string[] {
+  const to = parsed.to;
+  const list = Array.isArray(to) ? to : to ? [to] : [];
+  return list.flatMap((a) => a.value.map((v) => (v.address ?? '').toLowerCase()));
+}
+
+export async function startSmtp(): Promise<TestSmtp> {
+  const messages: CapturedMail[] = [];
+  const waiters: Array<{ predicate: (m: CapturedMail) => boolean; resolve: (m: CapturedMail) => void }> = [];
+  let failing = false;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, _session, callback) {
+      if (failing) {
+        stream.resume();
+        stream.on('end', () =>
+          callback(Object.assign(new Error('Service unavailable'), { responseCode: 451 })),
+        );
+        return;
+      }
+      simpleParser(stream).then(
+        (parsed) => {
+          const mail: CapturedMail = {
+            to: addresses(parsed),
+            subject: parsed.subject ?? '',
+            text: parsed.text ?? '',
+            html: typeof parsed.html === 'string' ? parsed.html : '',
+          };
+          messages.push(mail);
+          for (const w of [...waiters]) {
+            if (w.predicate(mail)) {
+              waiters.splice(waiters.indexOf(w), 1);
+              w.resolve(mail);
+            }
+          }
+          callback();
+        },
+        (err: Error) => callback(err),
+      );
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    port,
+    messages,
+    waitFor(predicate, timeoutMs = 10_000) {
+      const found = messages.find(predicate);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const waiter = { predicate, resolve };
+        waiters.push(waiter);
+        setTimeout(() => {
+          const i = waiters.indexOf(waiter);
+          if (i >= 0) {
+            waiters.splice(i, 1);
+            reject(new Error('timed out waiting for an email'));
+          }
+        }, timeoutMs).unref();
+      });
+    },
+    setFailing(value) {
+      failing = value;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Extracts the token of the first FE link to `page` (verify-email, reset-password, magic-link) in a mail. */
+export function tokenFrom(mail: CapturedMail, page: string): string {
+  const match = mail.text.match(new RegExp(`/${page}\\?token=([^\\s&]+)`));
+  if (!match?.[1]) throw new Error(`no ${page} link in mail "${mail.subject}"`);
+  return decodeURIComponent(match[1]);
+}
