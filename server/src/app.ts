@@ -11,18 +11,23 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
+import { registerAdmin } from './admin/index.js';
 import { type Auth, createAuth } from './auth/auth.js';
 import { registerAuthBridge } from './auth/bridge.js';
 import { createSessionResolver, type SessionResolver } from './auth/guard.js';
+import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
 import { installErrorHandling } from './http/errors.js';
 import { createStore, type Store } from './infra/cache.js';
 import { createDatabase, type Database } from './infra/db.js';
 import { type Logger, loggerOptions } from './infra/logger.js';
 import { createMailer, type Mailer } from './infra/mailer.js';
+import { registerNotifications } from './notifications/index.js';
 import { registerHealth } from './ops/health.js';
 import { createLifecycle, type Lifecycle } from './ops/lifecycle.js';
-import { type Bus, createMemoryBus } from './realtime/bus.js';
+import { registerMetrics } from './ops/metrics.js';
+import { createRealtime } from './realtime/index.js';
+import type { Realtime } from './realtime/types.js';
 
 export interface AppContext {
   config: Config;
@@ -30,7 +35,7 @@ export interface AppContext {
   database: Database;
   store: Store;
   mailer: Mailer;
-  bus: Bus;
+  realtime: Realtime;
   auth: Auth;
   sessions: SessionResolver;
   lifecycle: Lifecycle;
@@ -107,7 +112,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const auth = createAuth({ config, db: database.db, store, mailer, logger });
   const sessions = createSessionResolver(auth);
 
-  app.decorate('ctx', { config, logger, database, store, mailer, bus, auth, sessions, lifecycle });
+  app.decorate('ctx', { config, logger, database, store, mailer, realtime, auth, sessions, lifecycle });
   app.decorateRequest('auth', null);
 
   await app.register(helmet, {
@@ -137,10 +142,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   registerAuthBridge(app, auth, config.API_BASE_URL);
 
-  // features (registered by their issues)
+  // features
+  registerNotifications(app);
+  registerAdmin(app);
+  registerChat(app);
 
   // ops
   registerHealth(app);
+  registerMetrics(app);
 
   lifecycle.onShutdown('close-pools', 'mailer', () => mailer.close());
   lifecycle.onShutdown('close-pools', 'store', () => store.close());

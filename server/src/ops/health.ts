@@ -50,7 +50,7 @@ export function registerHealth(app: FastifyInstance): void {
       if (databaseCheck === 'error') {
         return reply.code(503).send({ status: 'error', instanceId: config.INSTANCE_ID, checks });
       }
-      const status = cacheCheck === 'ok' && !app.ctx.bus.isDegraded() ? 'ok' : 'degraded';
+      const status = cacheCheck === 'ok' && !app.ctx.realtime.bus.isDegraded() ? 'ok' : 'degraded';
       return reply.send({ status, instanceId: config.INSTANCE_ID, checks });
     },
   );

@@ -1,0 +1,49 @@
+// The real-time core's public surface. Notifications, chat, admin and ops code against these interfaces only.
+import type { Bus } from './bus.js';
+
+export type ChatRole = 'guest' | 'member' | 'admin';
+
+export interface PresenceCounts {
+  guests: number;
+  members: number;
+  admins: number;
+}
+
+export interface Presence {
+  /**
+   * Marks a user online on this instance (an SSE stream or a chat socket). Ref-counted locally and reflected
+   * cluster-wide; call the returned function when the connection ends.
+   */
+  userConnected(userId: string): () => void;
+  /** True when the user holds a stream or socket on any live instance. */
+  isOnline(userId: string): Promise<boolean>;
+  /** Batch form for broadcasts: the subset of `userIds` online anywhere. */
+  onlineAmong(userIds: string[]): Promise<Set<string>>;
+  /** Refreshes the user's presence lifetime (POST /notification/heartbeat). */
+  touch(userId: string): Promise<void>;
+
+  /** Chat connection accounting: guests counted per connection, members/admins as distinct users. */
+  chatJoin(connectionId: string, role: ChatRole, userId: string | null): void;
+  chatLeave(connectionId: string): void;
+  /** Current cluster-wide chat counts. */
+  chatCounts(): Promise<PresenceCounts>;
+  /** Called (debounced, at most every PRESENCE_DEBOUNCE_MS) when cluster-wide chat counts change. */
+  onChatCounts(handler: (counts: PresenceCounts) => void): () => void;
+  /** Number of local chat connections (for /metrics and the registry). */
+  localChatConnections(): number;
+}
+
+export interface UserDisconnect {
+  userId: string;
+  reason: 'banned' | 'signed_out' | 'session_revoked' | 'password_reset' | string;
+  /** When set, only this session's connections close (sign-out of one device). */
+  sessionId?: string;
+}
+
+export interface Realtime {
+  bus: Bus;
+  presence: Presence;
+  /** Fans out to every instance (including this one); each closes that user's local SSE streams and sockets. */
+  disconnectUser(event: UserDisconnect): Promise<void>;
+  onUserDisconnect(handler: (event: UserDisconnect) => void): () => void;
+}
