@@ -104,9 +104,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const lifecycle = createLifecycle();
 
   // realtime
-  const bus = createMemoryBus(config.INSTANCE_ID, (topic, err) =>
-    logger.error({ topic, err }, 'bus handler failed'),
-  );
+  const realtime = createRealtime({ config, store, logger });
 
   // auth
   const auth = createAuth({ config, db: database.db, store, mailer, logger });
