@@ -107,8 +107,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const realtime = createRealtime({ config, store, logger });
 
   // auth
-  const auth = createAuth({ config, db: database.db, store, mailer, logger });
-  const sessions = createSessionResolver(auth);
+  const auth = createAuth({ config, db: database.db, store, mailer, logger, realtime });
+  const sessions = createSessionResolver(auth, { store, db: database.db, logger });
 
   app.decorate('ctx', { config, logger, database, store, mailer, realtime, auth, sessions, lifecycle });
   app.decorateRequest('auth', null);

@@ -2,14 +2,17 @@
 import { randomBytes, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { drizzleAdapter } from '@better-auth/drizzle-adapter';
-import { betterAuth } from 'better-auth';
-import { admin, magicLink, username } from 'better-auth/plugins';
+import { type BetterAuthPlugin, betterAuth } from 'better-auth';
+import { createAuthMiddleware } from 'better-auth/api';
+import { admin, genericOAuth, magicLink, username } from 'better-auth/plugins';
+import { sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Store } from '../infra/cache.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import { actionEmail, type Mailer } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
+import type { Realtime, UserDisconnect } from '../realtime/types.js';
 
 const scrypt = promisify(scryptCb) as (
   password: string,
@@ -47,6 +50,28 @@ export async function verifyPassword({
 }
 
 export const ACCESS_TOKEN_TTL_S = 15 * 60;
+/** Session lifetime and sliding refresh: extended at most once a day, so refreshes never cost a write per request. */
+export const SESSION_TTL_S = 7 * 24 * 60 * 60;
+export const SESSION_UPDATE_AGE_S = 24 * 60 * 60;
+/** Prefix of better-auth's keys inside the store (the store adds the deployment prefix). */
+export const AUTH_STORE_PREFIX = 'auth:';
+
+/** Provider ids better-auth ships a social provider for; anything else is treated as a generic OIDC provider id. */
+const BUILT_IN_SOCIAL = new Set([
+  'apple',
+  'discord',
+  'facebook',
+  'github',
+  'gitlab',
+  'google',
+  'linkedin',
+  'microsoft',
+  'reddit',
+  'slack',
+  'spotify',
+  'twitch',
+  'twitter',
+]);
 
 export interface AuthDeps {
   config: Config;
@@ -54,9 +79,19 @@ export interface AuthDeps {
   store: Store;
   mailer: Mailer;
   logger: Logger;
+  /** Cluster-wide connection closing on ban, sign-out, revocation and password reset. */
+  realtime?: Pick<Realtime, 'disconnectUser'>;
 }
 
-export function createAuth({ config, db, store, mailer, logger }: AuthDeps) {
+/** Maps the better-auth endpoint that ended a session to the reason real-time clients are told. */
+function disconnectReason(path: string | undefined): UserDisconnect['reason'] {
+  if (path === '/sign-out') return 'signed_out';
+  if (path === '/admin/ban-user') return 'banned';
+  if (path === '/reset-password' || path === '/change-password') return 'password_reset';
+  return 'session_revoked';
+}
+
+export function createAuth({ config, db, store, mailer, logger, realtime }: AuthDeps) {
   const feLink = (page: string, token: string) =>
     `${config.FE_BASE_URL}/${page}?token=${encodeURIComponent(token)}`;
   const send = (mail: Parameters<Mailer['send']>[0]) => {
@@ -65,7 +100,55 @@ export function createAuth({ config, db, store, mailer, logger }: AuthDeps) {
       .send(mail)
       .catch((err: unknown) => logger.error({ err, to: mail.to }, 'failed to send auth email'));
   };
-  const authPrefix = 'auth:';
+  const authPrefix = AUTH_STORE_PREFIX;
+  const disconnect = async (event: UserDisconnect) => {
+    if (!realtime) return;
+    try {
+      await realtime.disconnectUser(event);
+    } catch (err) {
+      // The session is already gone from the store and database; a failed fan-out only leaves sockets open
+      // until their next session check, so it must not fail the request.
+      logger.error({ err, userId: event.userId }, 'failed to publish user disconnect');
+    }
+  };
+  // ADMIN_EMAILS promotion: one conditional UPDATE, a no-op for everyone not listed or already admin.
+  const promoteIfListed = async (userId: string) => {
+    if (config.ADMIN_EMAILS.length === 0) return;
+    await db.execute(
+      sql`update "user" set role = 'admin', updated_at = now()
+          where id = ${userId} and email_verified and lower(email) in (${sql.join(
+            config.ADMIN_EMAILS.map((e) => sql`${e}`),
+            sql`, `,
+          )}) and role is distinct from 'admin'`,
+    );
+  };
+  const socialPlugins: BetterAuthPlugin[] = [];
+  let socialProviders: Record<string, { clientId: string; clientSecret: string }> = {};
+  if (config.SOCIAL_CLIENT_ID && config.SOCIAL_CLIENT_SECRET) {
+    const provider = config.SOCIAL_PROVIDER;
+    if (BUILT_IN_SOCIAL.has(provider) && !config.SOCIAL_ISSUER) {
+      socialProviders = {
+        [provider]: { clientId: config.SOCIAL_CLIENT_ID, clientSecret: config.SOCIAL_CLIENT_SECRET },
+      };
+    } else if (config.SOCIAL_ISSUER) {
+      socialPlugins.push(
+        genericOAuth({
+          config: [
+            {
+              providerId: provider,
+              discoveryUrl: `${config.SOCIAL_ISSUER.replace(/\/+$/, '')}/.well-known/openid-configuration`,
+              clientId: config.SOCIAL_CLIENT_ID,
+              clientSecret: config.SOCIAL_CLIENT_SECRET,
+              scopes: ['openid', 'email', 'profile'],
+              pkce: true,
+              // The contract's callback path; genericOAuth providers are served by the core /callback/:id route.
+              redirectURI: `${config.API_BASE_URL}/auth/callback/${provider}`,
+            },
+          ],
+        }),
+      );
+    }
+  }
 
   return betterAuth({
     appName: 'Herald',
@@ -84,7 +167,57 @@ export function createAuth({ config, db, store, mailer, logger }: AuthDeps) {
     session: {
       // Keep sessions in PostgreSQL too, so an empty or unreachable store never signs everybody out.
       storeSessionInDatabase: true,
+      expiresIn: SESSION_TTL_S,
+      updateAge: SESSION_UPDATE_AGE_S,
+      // The 15-minute access credential: a signed snapshot cookie re-issued by /auth/get-session. Server-side
+      // checks never trust it alone (see docs/architecture.md, "Sessions").
       cookieCache: { enabled: true, maxAge: ACCESS_TOKEN_TTL_S },
+    },
+    socialProviders,
+    account: { accountLinking: { enabled: true, trustedProviders: [config.SOCIAL_PROVIDER] } },
+    databaseHooks: {
+      user: {
+        update: {
+          after: async (user) => {
+            if (user.emailVerified) await promoteIfListed(user.id);
+          },
+        },
+        create: {
+          after: async (user) => {
+            // Social sign-up with a provider-verified email is the "verify" moment for such accounts.
+            if (user.emailVerified) await promoteIfListed(user.id);
+          },
+        },
+      },
+      session: {
+        create: {
+          // Before the session is mirrored into the store, so the stored snapshot already carries the role.
+          before: async (session) => {
+            await promoteIfListed(session.userId);
+          },
+        },
+        delete: {
+          after: async (session, ctx) => {
+            // A ban closes everything of the user at once (hooks.after below); one event per session is noise.
+            if (ctx?.path === '/admin/ban-user') return;
+            await disconnect({
+              userId: session.userId,
+              sessionId: session.id,
+              reason: disconnectReason(ctx?.path),
+            });
+          },
+        },
+      },
+    },
+    hooks: {
+      after: createAuthMiddleware(async (ctx) => {
+        const returned: unknown = ctx.context.returned;
+        if (returned instanceof Error) return;
+        const body = (ctx.body ?? {}) as { userId?: unknown };
+        if (ctx.path === '/admin/ban-user' && typeof body.userId === 'string') {
+          await disconnect({ userId: body.userId, reason: 'banned' });
+        }
+      }),
     },
     emailAndPassword: {
       enabled: true,
@@ -162,8 +295,19 @@ export function createAuth({ config, db, store, mailer, logger }: AuthDeps) {
         },
       }),
       admin(),
+      ...socialPlugins,
     ],
     telemetry: { enabled: false },
+    // Route better-auth's own messages into the request logger (JSON, levels, silenced in tests).
+    logger: {
+      level: 'warn',
+      log: (level, message, ...args) => {
+        const extra = args.length > 0 ? { args: args.map((a) => (a instanceof Error ? a.message : a)) } : {};
+        if (level === 'error') logger.error(extra, `better-auth: ${message}`);
+        else if (level === 'warn') logger.warn(extra, `better-auth: ${message}`);
+        else logger.debug(extra, `better-auth: ${message}`);
+      },
+    },
   });
 }
 

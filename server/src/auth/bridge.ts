@@ -1,6 +1,8 @@
 // Mounts better-auth under /auth: converts Fastify requests to Web Requests and back, fixes the client IP
-// header from the socket, and provides the contract's aliases.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+// header from the socket, and provides the contract's aliases and adapters (forget-password, POST verify-email,
+// authoritative get-session, Retry-After on 429).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, sendError } from '../http/errors.js';
 import type { Auth } from './auth.js';
 
 const ALIASES: Record<string, string> = {
@@ -8,10 +10,61 @@ const ALIASES: Record<string, string> = {
   '/auth/forget-password': '/auth/request-password-reset',
 };
 
-function toWebRequest(request: FastifyRequest, baseUrl: string): Request {
-  const [pathname = '/', search = ''] = request.url.split('?', 2) as [string, string?];
-  const target = ALIASES[pathname] ?? pathname;
-  const url = new URL(`${target}${search ? `?${search}` : ''}`, baseUrl);
+/** Paths an OAuth provider may call with a form-encoded body (response_mode=form_post). */
+const FORM_PATHS = /^\/auth\/(callback|oauth2\/callback)\//;
+
+interface Target {
+  pathname: string;
+  search: URLSearchParams;
+  method: 'GET' | 'POST';
+  body?: string;
+}
+
+function invalidBody(message: string): AppError {
+  return new AppError(400, 'VALIDATION_ERROR', message, [{ path: 'body', message }]);
+}
+
+/** Decides which better-auth route a request goes to, applying the contract's aliases and adapters. */
+function resolveTarget(request: FastifyRequest): Target {
+  const [rawPath = '/', rawSearch = ''] = request.url.split('?', 2) as [string, string?];
+  const pathname = ALIASES[rawPath] ?? rawPath;
+  const search = new URLSearchParams(rawSearch);
+  const method = request.method as 'GET' | 'POST';
+
+  if (method === 'POST' && pathname === '/auth/verify-email') {
+    // better-auth only verifies by GET (a link); the contract also accepts POST { token } from the FE page.
+    const body = request.body;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw invalidBody('Body must be a JSON object { token }');
+    }
+    const keys = Object.keys(body);
+    const token = (body as { token?: unknown }).token;
+    if (typeof token !== 'string' || token.length === 0 || token.length > 4096) {
+      throw invalidBody('token: expected a non-empty string');
+    }
+    if (keys.some((k) => k !== 'token' && k !== 'callbackURL')) {
+      throw invalidBody(
+        `Unknown keys: ${keys.filter((k) => k !== 'token' && k !== 'callbackURL').join(', ')}`,
+      );
+    }
+    search.set('token', token);
+    return { pathname, search, method: 'GET' };
+  }
+  if (pathname === '/auth/get-session') {
+    // Always consult the session store: a revoked session must disappear here as on every other route. The
+    // response still re-issues the 15-minute signed snapshot cookie (better-auth's cookie cache).
+    search.set('disableCookieCache', 'true');
+  }
+  let body: string | undefined;
+  if (method === 'POST' && request.body !== undefined && request.body !== null) {
+    body = typeof request.body === 'string' ? request.body : JSON.stringify(request.body);
+  }
+  return { pathname, search, method, body };
+}
+
+function toWebRequest(request: FastifyRequest, target: Target, baseUrl: string): Request {
+  const query = target.search.toString();
+  const url = new URL(`${target.pathname}${query ? `?${query}` : ''}`, baseUrl);
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {
     if (value === undefined || name === 'x-herald-client-ip') continue;
@@ -20,12 +73,29 @@ function toWebRequest(request: FastifyRequest, baseUrl: string): Request {
   }
   // request.ip is the socket address unless TRUST_PROXY is configured on the Fastify instance.
   headers.set('x-herald-client-ip', request.ip);
-  let body: string | undefined;
-  if (request.method !== 'GET' && request.method !== 'HEAD' && request.body !== undefined) {
-    body = typeof request.body === 'string' ? request.body : JSON.stringify(request.body);
+  headers.delete('content-length');
+  if (target.body === undefined) {
+    headers.delete('content-type');
+    headers.delete('transfer-encoding');
   }
-  if (body !== undefined) headers.delete('content-length');
-  return new Request(url, { method: request.method, headers, body });
+  return new Request(url, { method: target.method, headers, body: target.body });
+}
+
+async function sendWebResponse(reply: FastifyReply, response: Response) {
+  reply.code(response.status);
+  response.headers.forEach((value, name) => {
+    if (name === 'set-cookie' || name === 'content-length') return;
+    reply.header(name, value);
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) reply.header('set-cookie', cookies);
+  if (response.status === 429) {
+    // better-auth only sets X-Retry-After; the contract (and HTTP) want the standard header too.
+    const retryAfter = response.headers.get('x-retry-after');
+    reply.header('retry-after', retryAfter && /^\d+$/.test(retryAfter) ? retryAfter : '60');
+  }
+  const text = response.body ? await response.text() : '';
+  return reply.send(text);
 }
 
 export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: string): void {
@@ -41,16 +111,32 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
       url: '/auth/*',
       schema: { hide: true },
       handler: async (request, reply) => {
-        const response = await auth.handler(toWebRequest(request, baseUrl));
-        reply.code(response.status);
-        response.headers.forEach((value, name) => {
-          if (name === 'set-cookie') return;
-          reply.header(name, value);
-        });
-        const cookies = response.headers.getSetCookie();
-        if (cookies.length > 0) reply.header('set-cookie', cookies);
-        const text = response.body ? await response.text() : '';
-        return reply.send(text);
+        if (request.method === 'POST' && request.body !== undefined) {
+          const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+          const path = request.url.split('?')[0] ?? '';
+          const allowed =
+            type === 'application/json' ||
+            (type === 'application/x-www-form-urlencoded' && FORM_PATHS.test(path));
+          if (!allowed) {
+            return sendError(reply, 415, {
+              code: 'UNSUPPORTED_MEDIA_TYPE',
+              message: 'Content-Type must be application/json',
+            });
+          }
+        }
+        const target = resolveTarget(request);
+        let response: Response;
+        try {
+          response = await auth.handler(toWebRequest(request, target, baseUrl));
+        } catch (err) {
+          request.log.error({ err }, 'auth handler failed');
+          throw err;
+        }
+        if (response.status >= 500) {
+          // better-auth answers some malformed input with a 500; keep internals out of the body either way.
+          request.log.error({ status: response.status, path: target.pathname }, 'auth route failed');
+        }
+        return sendWebResponse(reply, response);
       },
     });
   });

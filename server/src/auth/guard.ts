@@ -1,7 +1,13 @@
 // Owns request authentication for Herald's own routes (notifications, chat, admin, metrics).
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { eq } from 'drizzle-orm';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { forbidden, unauthorized } from '../http/errors.js';
-import type { Auth } from './auth.js';
+import type { Store } from '../infra/cache.js';
+import type { Db } from '../infra/db.js';
+import type { Logger } from '../infra/logger.js';
+import { session as sessionTable, user as userTable } from '../infra/schema/index.js';
+import { AUTH_STORE_PREFIX, type Auth } from './auth.js';
 
 export interface AuthUser {
   id: string;
@@ -30,44 +36,178 @@ export interface SessionResolver {
   fromHeaders(headers: Headers | Record<string, string | string[] | undefined>): Promise<AuthContext | null>;
 }
 
-function toHeaders(input: Headers | Record<string, string | string[] | undefined>): Headers {
-  if (input instanceof Headers) return input;
-  const headers = new Headers();
-  for (const [k, v] of Object.entries(input)) {
-    if (v === undefined) continue;
-    headers.set(k, Array.isArray(v) ? v.join(', ') : v);
-  }
-  return headers;
+export interface SessionResolverDeps {
+  store: Store;
+  db: Db;
+  logger: Logger;
 }
 
-export function createSessionResolver(auth: Auth): SessionResolver {
+/** Counters for tests and metrics: where session lookups were served from. */
+export interface SessionLookupStats {
+  store: number;
+  database: number;
+  storeErrors: number;
+}
+
+function cookieHeader(input: Headers | Record<string, string | string[] | undefined>): string | undefined {
+  if (input instanceof Headers) return input.get('cookie') ?? undefined;
+  const v = input.cookie ?? input.Cookie;
+  return Array.isArray(v) ? v.join('; ') : v;
+}
+
+/** Value of one cookie, URL-decoded; the first occurrence wins (as in better-auth's own parser). */
+export function readCookie(header: string, name: string): string | undefined {
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0 || part.slice(0, eq).trim() !== name) continue;
+    const raw = part.slice(eq + 1).trim();
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Verifies better-auth's signed cookie format `value.base64(HMAC-SHA256(value))`; returns the value. */
+export function verifySignedValue(signed: string, secret: string): string | null {
+  const dot = signed.lastIndexOf('.');
+  if (dot < 1) return null;
+  const value = signed.slice(0, dot);
+  const signature = signed.slice(dot + 1);
+  if (signature.length !== 44 || !signature.endsWith('=')) return null;
+  const expected = createHmac('sha256', secret).update(value).digest();
+  const given = Buffer.from(signature, 'base64');
+  return given.length === expected.length && timingSafeEqual(given, expected) ? value : null;
+}
+
+export function signValue(value: string, secret: string): string {
+  return `${value}.${createHmac('sha256', secret).update(value).digest('base64')}`;
+}
+
+interface StoredSession {
+  session: { id: string; token: string; userId: string; expiresAt: string | Date };
+  user: {
+    id: string;
+    email: string;
+    name: string;
+    image?: string | null;
+    emailVerified: boolean;
+    role?: string | null;
+    banned?: boolean | null;
+    banExpires?: string | Date | null;
+  };
+}
+
+function toContext(s: StoredSession): AuthContext | null {
+  const expiresAt = new Date(s.session.expiresAt);
+  if (!(expiresAt.getTime() > Date.now())) return null;
+  const u = s.user;
+  // A ban with an expiry in the past no longer applies (better-auth lifts it at the next sign-in).
+  const banned = Boolean(u.banned) && !(u.banExpires && new Date(u.banExpires).getTime() < Date.now());
+  if (banned) return null;
   return {
+    user: {
+      id: u.id,
+      email: u.email,
+      name: u.name,
+      image: u.image ?? null,
+      emailVerified: u.emailVerified,
+      role: u.role ?? 'user',
+      banned,
+    },
+    session: { id: s.session.id, token: s.session.token, userId: s.session.userId, expiresAt },
+  };
+}
+
+/** Bounded set of session tokens known to be gone; a token is random and never reused, so this cannot go stale. */
+class DeadTokens {
+  private readonly tokens = new Set<string>();
+  constructor(private readonly max: number) {}
+  has(token: string) {
+    return this.tokens.has(token);
+  }
+  add(token: string) {
+    if (this.tokens.size >= this.max) {
+      const oldest = this.tokens.values().next().value;
+      if (oldest !== undefined) this.tokens.delete(oldest);
+    }
+    this.tokens.add(token);
+  }
+}
+
+/**
+ * The hot-path session check for Herald's own routes. better-auth's getSession costs, per call, an endpoint
+ * dispatch, two store reads (session + per-user revocation marker), a cookie re-signing and sometimes a
+ * database write; this does one HMAC check and ONE store read. Revocation stays immediate because every
+ * revocation path deletes the session from the store before its request returns. The database is consulted
+ * only when the store is unreachable or has lost the key (e.g. a Redis restart).
+ */
+export function createSessionResolver(
+  auth: Auth,
+  deps: SessionResolverDeps,
+): SessionResolver & {
+  stats: SessionLookupStats;
+} {
+  const stats: SessionLookupStats = { store: 0, database: 0, storeErrors: 0 };
+  const dead = new DeadTokens(10_000);
+  let settings: Promise<{ cookieName: string; secret: string }> | undefined;
+  const getSettings = () => {
+    settings ??= auth.$context.then((c) => ({
+      cookieName: c.authCookies.sessionToken.name,
+      secret: c.secret,
+    }));
+    return settings;
+  };
+
+  async function fromDatabase(token: string): Promise<AuthContext | null> {
+    stats.database++;
+    const rows = await deps.db
+      .select({ session: sessionTable, user: userTable })
+      .from(sessionTable)
+      .innerJoin(userTable, eq(userTable.id, sessionTable.userId))
+      .where(eq(sessionTable.token, token))
+      .limit(1);
+    const row = rows[0];
+    if (!row) {
+      dead.add(token);
+      return null;
+    }
+    return toContext(row as StoredSession);
+  }
+
+  return {
+    stats,
     async fromHeaders(input) {
-      // disableCookieCache: our routes always consult the session store so that revocation is immediate.
-      const result = await auth.api.getSession({
-        headers: toHeaders(input),
-        query: { disableCookieCache: true },
-      });
-      if (!result) return null;
-      const u = result.user as typeof result.user & { role?: string | null; banned?: boolean | null };
-      if (u.banned) return null;
-      return {
-        user: {
-          id: u.id,
-          email: u.email,
-          name: u.name,
-          image: u.image ?? null,
-          emailVerified: u.emailVerified,
-          role: u.role ?? 'user',
-          banned: Boolean(u.banned),
-        },
-        session: {
-          id: result.session.id,
-          token: result.session.token,
-          userId: result.session.userId,
-          expiresAt: new Date(result.session.expiresAt),
-        },
-      };
+      const header = cookieHeader(input);
+      if (!header) return null;
+      const { cookieName, secret } = await getSettings();
+      const signed = readCookie(header, cookieName);
+      if (!signed) return null;
+      const token = verifySignedValue(signed, secret);
+      if (!token || dead.has(token)) return null;
+      let raw: string | null;
+      try {
+        raw = await deps.store.get(AUTH_STORE_PREFIX + token);
+        stats.store++;
+      } catch (err) {
+        stats.storeErrors++;
+        deps.logger.warn(
+          { err: (err as Error).message },
+          'session store unreachable: reading the session from the database',
+        );
+        return fromDatabase(token);
+      }
+      if (raw === null) return fromDatabase(token);
+      let parsed: StoredSession;
+      try {
+        parsed = JSON.parse(raw) as StoredSession;
+      } catch {
+        return null;
+      }
+      if (!parsed?.session || !parsed.user) return null;
+      return toContext(parsed);
     },
   };
 }
