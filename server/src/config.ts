@@ -140,6 +140,10 @@ export const EnvSchema = z.object({
   RETENTION_MAX_PER_USER: int(1000, 1),
   EMAIL_QUEUE_POLL_MS: int(2_000, 50),
   EMAIL_MAX_ATTEMPTS: int(8, 1),
+  // First retry delay of a failed notification email; doubles per attempt (capped at 1 h).
+  EMAIL_RETRY_BASE_MS: int(5_000, 10),
+  // An SSE client whose unsent bytes exceed this is dropped (it reconnects and resumes).
+  SSE_MAX_BUFFERED_BYTES: int(1024 * 1024, 1024),
 });
 
 export type Env = z.input<typeof EnvSchema>;
