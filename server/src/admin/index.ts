@@ -1,4 +1,58 @@
-// Registers the admin feature's routes. Owned by the admin issue.
+// Registers the admin feature's routes: POST /admin/notifications/send (CONTRACT §5).
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { authOf, requireAdmin } from '../auth/guard.js';
+import { ErrorSchema } from '../notifications/routes.js';
+import { BroadcastBodySchema, BroadcastResultSchema, broadcast } from './broadcast.js';
+import { withIdempotency } from './idempotency.js';
 
-export function registerAdmin(_app: FastifyInstance): void {}
+export function registerAdmin(app: FastifyInstance): void {
+  const { database, config, sessions } = app.ctx;
+  app.withTypeProvider<ZodTypeProvider>().post(
+    '/admin/notifications/send',
+    {
+      preHandler: requireAdmin(sessions),
+      schema: {
+        tags: ['admin'],
+        security: [{ session: [] }],
+        summary: 'Send a notification to one user, several users, or everyone',
+        description:
+          'Identifiers are user ids or emails (case-insensitive). Banned users are skipped and counted; identifiers matching nobody are listed in `failures` with reason NOT_FOUND. Processed in batches of BROADCAST_BATCH_SIZE. With an `Idempotency-Key` header, a retry with the same body returns the first result without sending again; the same key with a different body is a 409.',
+        headers: z.object({ 'idempotency-key': z.string().min(1).max(200).optional() }),
+        body: BroadcastBodySchema.meta({
+          example: {
+            target: { scope: 'users', identifiers: ['ada@example.com', 'Yx3kq0H2bq7sTQ1mB9dZ4Lw8'] },
+            notification: {
+              type: 'announcement',
+              title: 'Maintenance tonight',
+              content: 'The service restarts at 22:00 UTC.',
+              metadata: {
+                priority: 'high',
+                actions: [{ actionId: 'info', type: 'link', label: 'Details', url: '/status' }],
+              },
+              deliveryOptions: { strategies: ['sse', 'email'] },
+            },
+          },
+        }),
+        response: {
+          200: BroadcastResultSchema,
+          400: ErrorSchema,
+          401: ErrorSchema,
+          403: ErrorSchema,
+          409: ErrorSchema,
+        },
+      },
+    },
+    async (request) => {
+      const deps = { db: database.db, service: app.notifications, batchSize: config.BROADCAST_BATCH_SIZE };
+      const key = request.headers['idempotency-key'];
+      if (!key) return broadcast(deps, request.body);
+      return withIdempotency(
+        database.db,
+        { scope: `admin.notifications.send:${authOf(request).user.id}`, key, body: request.body },
+        () => broadcast(deps, request.body),
+      );
+    },
+  );
+}

@@ -1,4 +1,99 @@
-// Registers the notifications feature's routes. Owned by the notifications issue.
+// Registers the notifications feature: repository, unread cache, SSE hub on the bus, durable email outbox,
+// delivery strategies, retention job, routes, and `app.notifications` (the service other features call).
 import type { FastifyInstance } from 'fastify';
+import { createDelivery, emailStrategy, pushStrategy, sseStrategy } from './delivery.js';
+import { createEmailOutbox } from './email-outbox.js';
+import { NOTIFICATION_EVENTS_TOPIC, NotificationBusMessageSchema } from './events.js';
+import { createNotificationRepository } from './repository.js';
+import { startRetentionJob } from './retention.js';
+import { registerNotificationRoutes } from './routes.js';
+import { actionUrlPolicy } from './schemas.js';
+import { createNotificationService, type NotificationService } from './service.js';
+import { createStreamHub, type StreamHub } from './stream.js';
+import { createUnreadCache } from './unread-cache.js';
 
-export function registerNotifications(_app: FastifyInstance): void {}
+export { runRetention } from './retention.js';
+export type { NotificationService } from './service.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Create notifications from other features: `app.notifications.createForUser(userId, {...})`. */
+    notifications: NotificationService;
+    notificationStreams: StreamHub;
+  }
+}
+
+export function registerNotifications(app: FastifyInstance): void {
+  const { config, database, store, mailer, realtime, lifecycle } = app.ctx;
+  const logger = app.log.child({ feature: 'notifications' });
+  const repo = createNotificationRepository(database.db);
+  const unread = createUnreadCache({ store, logger, countFromDb: (id) => repo.unreadCount(id) });
+  const outbox = createEmailOutbox({
+    db: database.db,
+    mailer,
+    logger,
+    pollMs: config.EMAIL_QUEUE_POLL_MS,
+    maxAttempts: config.EMAIL_MAX_ATTEMPTS,
+    retryBaseMs: config.EMAIL_RETRY_BASE_MS,
+  });
+  const delivery = createDelivery(
+    [
+      sseStrategy(realtime.presence),
+      emailStrategy({ repo, outbox, feBaseUrl: config.FE_BASE_URL }),
+      pushStrategy(),
+    ],
+    logger,
+  );
+  const service = createNotificationService({
+    repo,
+    unread,
+    realtime,
+    delivery,
+    policy: actionUrlPolicy(config.FE_BASE_URL, config.ACTION_ALLOWED_DOMAINS),
+    logger,
+    batchSize: config.BROADCAST_BATCH_SIZE,
+  });
+  const hub = createStreamHub({
+    repo,
+    presence: realtime.presence,
+    logger,
+    unreadCount: (id) => unread.get(id),
+    keepAliveMs: config.SSE_KEEPALIVE_MS,
+    maxBufferedBytes: config.SSE_MAX_BUFFERED_BYTES,
+  });
+
+  const unsubscribe = realtime.bus.subscribe<unknown>(NOTIFICATION_EVENTS_TOPIC, (payload) => {
+    const parsed = NotificationBusMessageSchema.safeParse(payload);
+    if (!parsed.success) {
+      logger.warn({ issues: parsed.error.issues.slice(0, 3) }, 'malformed notification bus message dropped');
+      return;
+    }
+    hub.onBusMessage(parsed.data);
+  });
+  const offDisconnect = realtime.onUserDisconnect((event) =>
+    hub.disconnectUser(event.userId, event.reason, event.sessionId),
+  );
+
+  outbox.start();
+  const retention = startRetentionJob(
+    { config, database, store, logger },
+    config.RETENTION_INTERVAL_MS,
+    unread,
+  );
+
+  app.decorate('notifications', service);
+  app.decorate('notificationStreams', hub);
+  registerNotificationRoutes(app, service, hub);
+
+  const endStreams = () => hub.closeAll('SHUTTING_DOWN', 'The server is restarting; reconnect shortly');
+  // Fastify force-closes open connections before onClose (where the lifecycle runs), so streams are told
+  // why in preClose too; closeAll is idempotent.
+  app.addHook('preClose', async () => endStreams());
+  lifecycle.onShutdown('notify-clients', 'notification-streams', endStreams);
+  lifecycle.onShutdown('close-connections', 'notification-workers', async () => {
+    unsubscribe();
+    offDisconnect();
+    await Promise.all([outbox.stop(), retention.stop()]);
+    unread.close();
+  });
+}

@@ -1,0 +1,132 @@
+// Owns the administrator broadcast (CONTRACT §5): resolves targets (ids or case-insensitive emails, or every
+// user by keyset walk), skips banned users, and hands eligible users to the notification service in batches
+// (one multi-row insert, one bus message, one delivery pass per batch).
+import { sql } from 'drizzle-orm';
+import { z } from 'zod';
+import { type Db, rowsOf } from '../infra/db.js';
+import { textArray } from '../notifications/repository.js';
+import { MetadataSchema, NotificationTypeSchema, StrategyNameSchema } from '../notifications/schemas.js';
+import type { NotificationService } from '../notifications/service.js';
+
+const Identifier = z.string().trim().min(1).max(320);
+
+export const BroadcastBodySchema = z.strictObject({
+  target: z.discriminatedUnion('scope', [
+    z.strictObject({ scope: z.literal('user'), identifier: Identifier }),
+    z.strictObject({ scope: z.literal('users'), identifiers: z.array(Identifier).min(1).max(10_000) }),
+    z.strictObject({ scope: z.literal('all') }),
+  ]),
+  notification: z.strictObject({
+    type: NotificationTypeSchema,
+    title: z.string().min(1).max(255),
+    content: z.string().min(1).max(5000),
+    metadata: MetadataSchema.optional(),
+    deliveryOptions: z
+      .strictObject({ strategies: z.array(StrategyNameSchema).min(1).max(3).optional() })
+      .optional(),
+  }),
+});
+export type BroadcastBody = z.infer<typeof BroadcastBodySchema>;
+
+export const BroadcastResultSchema = z
+  .object({
+    targetCount: z.number().int(),
+    createdCount: z.number().int(),
+    skippedCount: z.number().int(),
+    failures: z.array(z.object({ identifier: z.string(), reason: z.string() })),
+  })
+  .meta({
+    example: {
+      targetCount: 3,
+      createdCount: 2,
+      skippedCount: 1,
+      failures: [{ identifier: 'nobody@example.com', reason: 'NOT_FOUND' }],
+    },
+  });
+export type BroadcastResult = z.infer<typeof BroadcastResultSchema>;
+
+interface UserRow {
+  id: string;
+  email: string;
+  banned: boolean;
+}
+
+// A ban with an expiry in the past no longer applies.
+const IS_BANNED = sql.raw(`(coalesce(banned, false) and (ban_expires is null or ban_expires > now()))`);
+
+export async function broadcast(
+  deps: { db: Db; service: NotificationService; batchSize: number },
+  body: BroadcastBody,
+): Promise<BroadcastResult> {
+  const { db, service, batchSize } = deps;
+  const { deliveryOptions, ...content } = body.notification;
+  // Validates action URLs once, up front, before anything is written.
+  const input = service.validate(content);
+  const options = { strategies: deliveryOptions?.strategies };
+  const failures: BroadcastResult['failures'] = [];
+  let targetCount = 0;
+  let createdCount = 0;
+  let skippedCount = 0;
+
+  const send = async (userIds: string[], idToIdentifier?: Map<string, string>) => {
+    const r = await service.createBatchValidated(userIds, input, options);
+    createdCount += r.created.length;
+    for (const id of r.missingUserIds) {
+      // Deleted between resolution and insert.
+      failures.push({ identifier: idToIdentifier?.get(id) ?? id, reason: 'NOT_FOUND' });
+    }
+  };
+
+  if (body.target.scope === 'all') {
+    // Keyset walk over the primary key: constant cost per page, no upper bound on the number of users.
+    let after = '';
+    for (;;) {
+      const rows = rowsOf<UserRow>(
+        await db.execute(
+          sql`select id, email, ${IS_BANNED} as banned from "user" where id > ${after} order by id limit ${batchSize}`,
+        ),
+      );
+      if (rows.length === 0) break;
+      after = rows[rows.length - 1]?.id ?? after;
+      targetCount += rows.length;
+      const eligible = rows.filter((r) => !r.banned).map((r) => r.id);
+      skippedCount += rows.length - eligible.length;
+      if (eligible.length > 0) await send(eligible);
+      if (rows.length < batchSize) break;
+    }
+    return { targetCount, createdCount, skippedCount, failures };
+  }
+
+  const identifiers =
+    body.target.scope === 'user' ? [body.target.identifier] : [...new Set(body.target.identifiers)];
+  const lowered = [...new Set(identifiers.map((i) => i.toLowerCase()))];
+  const rows = rowsOf<UserRow>(
+    await db.execute(
+      sql`select id, email, ${IS_BANNED} as banned from "user"
+          where id = any(${textArray(identifiers)}) or lower(email) = any(${textArray(lowered)})`,
+    ),
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const byEmail = new Map(rows.map((r) => [r.email.toLowerCase(), r]));
+  const matched = new Map<string, UserRow>();
+  const idToIdentifier = new Map<string, string>();
+  for (const identifier of identifiers) {
+    const row = byId.get(identifier) ?? byEmail.get(identifier.toLowerCase());
+    if (!row) {
+      failures.push({ identifier, reason: 'NOT_FOUND' });
+      continue;
+    }
+    matched.set(row.id, row);
+    if (!idToIdentifier.has(row.id)) idToIdentifier.set(row.id, identifier);
+  }
+  targetCount = matched.size;
+  const eligible: string[] = [];
+  for (const row of matched.values()) {
+    if (row.banned) skippedCount++;
+    else eligible.push(row.id);
+  }
+  for (let i = 0; i < eligible.length; i += batchSize) {
+    await send(eligible.slice(i, i + batchSize), idToIdentifier);
+  }
+  return { targetCount, createdCount, skippedCount, failures };
+}

@@ -1,0 +1,81 @@
+// Owns Idempotency-Key handling for admin writes, stored in PostgreSQL so it holds across instances and
+// restarts: the first request with a key claims it (insert … on conflict do nothing), later ones with the same
+// body get the stored result, a different body is a 409, and a claim abandoned by a crashed instance expires.
+import { createHash } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { AppError } from '../http/errors.js';
+import { type Db, rowsOf } from '../infra/db.js';
+
+const STALE_CLAIM_MS = 10 * 60 * 1000;
+
+/** Canonical JSON (sorted keys) so key order in the client's body does not change the hash. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export function requestHash(body: unknown): string {
+  return createHash('sha256').update(canonical(body)).digest('hex');
+}
+
+export async function withIdempotency<T extends Record<string, unknown>>(
+  db: Db,
+  params: { scope: string; key: string; body: unknown },
+  run: () => Promise<T>,
+): Promise<T> {
+  const key = `${params.scope}:${params.key}`;
+  const hash = requestHash(params.body);
+  const claimed = rowsOf<{ key: string }>(
+    await db.execute(
+      sql`insert into idempotency_key (key, scope, request_hash) values (${key}, ${params.scope}, ${hash})
+          on conflict (key) do update set created_at = now(), request_hash = excluded.request_hash
+            where idempotency_key.response is null
+              and idempotency_key.request_hash = excluded.request_hash
+              and idempotency_key.created_at < now() - ${`${STALE_CLAIM_MS} milliseconds`}::interval
+          returning key`,
+    ),
+  );
+  if (claimed.length === 0) {
+    const [row] = rowsOf<{ request_hash: string; response: T | null }>(
+      await db.execute(sql`select request_hash, response from idempotency_key where key = ${key}`),
+    );
+    if (!row) throw new AppError(409, 'IDEMPOTENCY_CONFLICT', 'Idempotency key state changed; retry');
+    if (row.request_hash !== hash) {
+      throw new AppError(
+        409,
+        'IDEMPOTENCY_KEY_REUSED',
+        'This Idempotency-Key was already used with a different request body',
+      );
+    }
+    if (row.response === null) {
+      throw new AppError(
+        409,
+        'IDEMPOTENCY_IN_PROGRESS',
+        'A request with this Idempotency-Key is still running',
+        undefined,
+        {
+          'retry-after': '1',
+        },
+      );
+    }
+    return row.response;
+  }
+  let result: T;
+  try {
+    result = await run();
+  } catch (err) {
+    // Nothing (or only part) was done: release the key so the client's retry runs again.
+    await db.execute(sql`delete from idempotency_key where key = ${key} and response is null`);
+    throw err;
+  }
+  await db.execute(
+    sql`update idempotency_key set response = ${JSON.stringify(result)}::jsonb where key = ${key}`,
+  );
+  return result;
+}

@@ -1,0 +1,184 @@
+// Owns the durable email queue: an outbox table in PostgreSQL (works on PGlite too) drained by a worker on every
+// instance with FOR UPDATE SKIP LOCKED. Rows survive SMTP outages and restarts; a claimed row carries a lease
+// (locked_until) so a crashed worker's rows are picked up again; the dedupe key (notification id) makes
+// enqueueing idempotent so several instances never queue the same email twice.
+import { sql } from 'drizzle-orm';
+import { type Db, rowsOf } from '../infra/db.js';
+import type { Logger } from '../infra/logger.js';
+import { escapeHtml, type Mail, type Mailer, safeSubject } from '../infra/mailer.js';
+
+export interface OutboxEmail extends Mail {
+  dedupeKey: string;
+}
+
+export interface EmailOutboxOptions {
+  db: Db;
+  mailer: Mailer;
+  logger: Logger;
+  pollMs: number;
+  maxAttempts: number;
+  retryBaseMs: number;
+  /** Rows claimed per round. */
+  batchSize?: number;
+  /** How long a claimed row stays invisible to other workers. */
+  leaseMs?: number;
+}
+
+const MAX_BACKOFF_MS = 60 * 60 * 1000;
+
+export function backoffMs(attempts: number, baseMs: number): number {
+  return Math.min(baseMs * 2 ** Math.max(0, attempts - 1), MAX_BACKOFF_MS);
+}
+
+export function createEmailOutbox(options: EmailOutboxOptions) {
+  const { db, mailer, logger } = options;
+  const batchSize = options.batchSize ?? 20;
+  const leaseMs = options.leaseMs ?? 120_000;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+  let stopped = true;
+
+  const claim = async () =>
+    rowsOf<{
+      id: string;
+      to_address: string;
+      subject: string;
+      text_body: string;
+      html_body: string;
+      attempts: string | number;
+    }>(
+      await db.execute(sql`
+        update email_outbox set attempts = attempts + 1,
+          locked_until = now() + ${`${leaseMs} milliseconds`}::interval
+        where id in (
+          select id from email_outbox
+          where status = 'pending' and next_attempt_at <= now()
+            and (locked_until is null or locked_until < now())
+          order by next_attempt_at, id
+          limit ${batchSize}
+          for update skip locked)
+        returning id::text as id, to_address, subject, text_body, html_body, attempts`),
+    );
+
+  const drainOnce = async (): Promise<number> => {
+    const rows = await claim();
+    await Promise.all(
+      rows.map(async (row) => {
+        const attempts = Number(row.attempts);
+        try {
+          await mailer.send({
+            to: row.to_address,
+            subject: row.subject,
+            text: row.text_body,
+            html: row.html_body,
+          });
+          await db.execute(
+            sql`update email_outbox set status = 'sent', sent_at = now(), locked_until = null, last_error = null
+                where id = ${row.id}::bigint`,
+          );
+        } catch (err) {
+          const message = err instanceof Error ? err.message : String(err);
+          const giveUp = attempts >= options.maxAttempts;
+          const delay = backoffMs(attempts, options.retryBaseMs);
+          logger.warn({ emailId: row.id, attempts, giveUp, err: message }, 'notification email failed');
+          await db.execute(
+            sql`update email_outbox set status = ${giveUp ? 'failed' : 'pending'}, locked_until = null,
+                  last_error = ${message.slice(0, 500)},
+                  next_attempt_at = now() + ${`${delay} milliseconds`}::interval
+                where id = ${row.id}::bigint`,
+          );
+        }
+      }),
+    );
+    return rows.length;
+  };
+
+  const drain = async () => {
+    do {
+      again = false;
+      try {
+        // Keep going while full batches come back.
+        while (!stopped && (await drainOnce()) === batchSize) {}
+      } catch (err) {
+        logger.warn({ err }, 'email outbox drain failed');
+      }
+    } while (again && !stopped);
+  };
+
+  const kick = () => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = drain().finally(() => {
+      running = undefined;
+    });
+  };
+
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      kick();
+      schedule();
+    }, options.pollMs);
+    timer.unref();
+  };
+
+  return {
+    /** Queues emails; a dedupe key already queued is ignored. Returns how many were new. */
+    async enqueue(emails: OutboxEmail[]): Promise<number> {
+      if (emails.length === 0) return 0;
+      const values = sql.join(
+        emails.map((e) => sql`(${e.dedupeKey}, ${e.to}, ${e.subject}, ${e.text}, ${e.html})`),
+        sql`, `,
+      );
+      const rows = rowsOf<{ id: string }>(
+        await db.execute(
+          sql`insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body) values ${values}
+              on conflict (dedupe_key) do nothing returning id::text as id`,
+        ),
+      );
+      if (rows.length > 0) kick();
+      return rows.length;
+    },
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      kick();
+      schedule();
+    },
+    kick,
+    /** Stops polling and waits for the round in progress. */
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+export type EmailOutbox = ReturnType<typeof createEmailOutbox>;
+
+/** The notification email: escaped HTML, a plain-text part, and a link to the notifications page. */
+export function notificationEmail(params: {
+  to: string;
+  title: string;
+  content: string;
+  feBaseUrl: string;
+}): Mail {
+  const link = `${params.feBaseUrl}/notifications`;
+  const subject = safeSubject(params.title);
+  return {
+    to: params.to,
+    subject,
+    text: `${params.title}\n\n${params.content}\n\nView your notifications: ${link}\n`,
+    html:
+      '<!doctype html><html><body style="font-family:sans-serif">' +
+      `<h2 style="font-size:18px">${escapeHtml(params.title)}</h2>` +
+      `<p style="white-space:pre-wrap">${escapeHtml(params.content)}</p>` +
+      `<p><a href="${escapeHtml(link)}">View your notifications</a></p>` +
+      '</body></html>',
+  };
+}

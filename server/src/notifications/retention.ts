@@ -1,0 +1,125 @@
+// Owns housekeeping: deletes notifications older than RETENTION_MAX_AGE_DAYS and beyond the newest
+// RETENTION_MAX_PER_USER per user, plus finished outbox rows and old idempotency keys. One instance at a time:
+// the whole run is one transaction holding a transaction-level advisory lock (pg_try_advisory_xact_lock), so
+// a second instance skips instead of waiting, and a crash releases the lock with the connection.
+import { sql } from 'drizzle-orm';
+import type { Config } from '../config.js';
+import type { Store } from '../infra/cache.js';
+import { type Database, rowsOf } from '../infra/db.js';
+import type { Logger } from '../infra/logger.js';
+import { createUnreadCache, type UnreadCache } from './unread-cache.js';
+
+// Arbitrary but fixed; distinct from the migration lock.
+const RETENTION_LOCK_KEY = 727_001_043;
+const FINISHED_EMAIL_KEEP_DAYS = 7;
+const IDEMPOTENCY_KEEP_HOURS = 24;
+
+export interface RetentionResult {
+  /** False when another instance held the lock and this run did nothing. */
+  ran: boolean;
+  expiredDeleted: number;
+  overflowDeleted: number;
+  emailsDeleted: number;
+  idempotencyKeysDeleted: number;
+}
+
+export interface RetentionContext {
+  config: Pick<Config, 'RETENTION_MAX_AGE_DAYS' | 'RETENTION_MAX_PER_USER'>;
+  database: Pick<Database, 'db'>;
+  store: Store;
+  logger: Logger;
+}
+
+/** One retention run (also the CLI entry point). Invalidates the unread counts of affected users. */
+export async function runRetention(
+  ctx: RetentionContext,
+  unreadCache?: UnreadCache,
+): Promise<RetentionResult> {
+  const { db } = ctx.database;
+  const maxAgeDays = ctx.config.RETENTION_MAX_AGE_DAYS;
+  const maxPerUser = ctx.config.RETENTION_MAX_PER_USER;
+  const result = await db.transaction(async (tx) => {
+    const [lock] = rowsOf<{ locked: boolean }>(
+      await tx.execute(sql`select pg_try_advisory_xact_lock(${RETENTION_LOCK_KEY}) as locked`),
+    );
+    if (!lock?.locked) return null;
+    const expired = rowsOf<{ user_id: string; n: number; u: number }>(
+      await tx.execute(sql`
+        with d as (delete from notification
+                   where created_at < now() - make_interval(days => ${maxAgeDays}::int)
+                   returning user_id, read)
+        select user_id, count(*)::int as n, count(*) filter (where not read)::int as u from d group by user_id`),
+    );
+    // Only users above the cap are visited; for each, the (cap+1)-th newest row found through the
+    // (user_id, created_at desc, id desc) index marks where deletion starts.
+    const overflow = rowsOf<{ user_id: string; n: number; u: number }>(
+      await tx.execute(sql`
+        with heavy as (
+          select user_id from notification group by user_id having count(*) > ${maxPerUser}::int
+        ), cut as (
+          select h.user_id, c.created_at, c.id from heavy h
+          cross join lateral (
+            select created_at, id from notification n
+            where n.user_id = h.user_id
+            order by created_at desc, id desc offset ${maxPerUser}::int limit 1
+          ) c
+        ), d as (
+          delete from notification n using cut
+          where n.user_id = cut.user_id and (n.created_at, n.id) <= (cut.created_at, cut.id)
+          returning n.user_id, n.read
+        )
+        select user_id, count(*)::int as n, count(*) filter (where not read)::int as u from d group by user_id`),
+    );
+    const [emails] = rowsOf<{ n: number }>(
+      await tx.execute(sql`
+        with d as (delete from email_outbox where status in ('sent', 'failed')
+                   and created_at < now() - make_interval(days => ${FINISHED_EMAIL_KEEP_DAYS}::int) returning 1)
+        select count(*)::int as n from d`),
+    );
+    const [keys] = rowsOf<{ n: number }>(
+      await tx.execute(sql`
+        with d as (delete from idempotency_key
+                   where created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEEP_HOURS}::int) returning 1)
+        select count(*)::int as n from d`),
+    );
+    const touched = new Set<string>();
+    for (const r of [...expired, ...overflow]) if (Number(r.u) > 0) touched.add(r.user_id);
+    return {
+      touched: [...touched],
+      expiredDeleted: expired.reduce((s, r) => s + Number(r.n), 0),
+      overflowDeleted: overflow.reduce((s, r) => s + Number(r.n), 0),
+      emailsDeleted: Number(emails?.n ?? 0),
+      idempotencyKeysDeleted: Number(keys?.n ?? 0),
+    };
+  });
+  if (!result)
+    return { ran: false, expiredDeleted: 0, overflowDeleted: 0, emailsDeleted: 0, idempotencyKeysDeleted: 0 };
+  // After commit: deleted unread rows change cached unread counts.
+  const cache =
+    unreadCache ?? createUnreadCache({ store: ctx.store, logger: ctx.logger, countFromDb: async () => 0 });
+  await cache.invalidate(result.touched);
+  if (!unreadCache) cache.close();
+  const { touched: _t, ...counts } = result;
+  ctx.logger.info(counts, 'notification retention run');
+  return { ran: true, ...counts };
+}
+
+/** Runs retention every RETENTION_INTERVAL_MS on this instance; the lock keeps runs single cluster-wide. */
+export function startRetentionJob(ctx: RetentionContext, intervalMs: number, unreadCache: UnreadCache) {
+  let running: Promise<unknown> | undefined;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = runRetention(ctx, unreadCache)
+      .catch((err: unknown) => ctx.logger.warn({ err }, 'notification retention failed'))
+      .finally(() => {
+        running = undefined;
+      });
+  }, intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

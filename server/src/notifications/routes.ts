@@ -1,0 +1,233 @@
+// Owns the /notification/* HTTP routes (CONTRACT §2 and §3).
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { authOf, requireUser } from '../auth/guard.js';
+import { AppError } from '../http/errors.js';
+import {
+  CountsSchema,
+  ListQuerySchema,
+  NotificationSchema,
+  PaginationSchema,
+  PreferencesPatchSchema,
+  PreferencesSchema,
+} from './schemas.js';
+import type { NotificationService } from './service.js';
+import type { StreamHub } from './stream.js';
+
+export const ErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+});
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema };
+const tags = ['notifications'];
+const security = [{ session: [] }];
+const IdParams = z.object({ id: z.string().max(64) });
+
+export function registerNotificationRoutes(
+  app: FastifyInstance,
+  service: NotificationService,
+  hub: StreamHub,
+) {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const preHandler = requireUser(app.ctx.sessions);
+  const { lifecycle, realtime } = app.ctx;
+
+  r.get(
+    '/notification/list',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'List own notifications, newest first',
+        description:
+          'Paged list; `filter` by read state, `type`, and `search` (case-insensitive substring of title or content; `%`, `_`, `\\` match literally).',
+        querystring: ListQuerySchema,
+        response: {
+          200: z.object({ notifications: z.array(NotificationSchema), pagination: PaginationSchema }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => service.list(authOf(request).user.id, request.query),
+  );
+
+  r.get(
+    '/notification/counts',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'Counts by read state and by every type',
+        response: { 200: z.object({ counts: CountsSchema }), ...errors },
+      },
+    },
+    async (request) => ({ counts: await service.counts(authOf(request).user.id) }),
+  );
+
+  r.get(
+    '/notification/unread-count',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'Unread count (served from the shared cache)',
+        response: { 200: z.object({ unreadCount: z.number().int().meta({ example: 3 }) }), ...errors },
+      },
+    },
+    async (request) => ({ unreadCount: await service.unreadCount(authOf(request).user.id) }),
+  );
+
+  r.patch(
+    '/notification/mark-all-read',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'Mark every own notification read',
+        response: { 200: z.object({ updatedCount: z.number().int() }), ...errors },
+      },
+    },
+    async (request) => ({ updatedCount: await service.markAllRead(authOf(request).user.id) }),
+  );
+
+  r.patch(
+    '/notification/:id/read',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'Mark one notification read or unread',
+        params: IdParams,
+        body: z.strictObject({ read: z.boolean() }).meta({ example: { read: true } }),
+        response: { 200: z.object({ notification: NotificationSchema }), ...errors },
+      },
+    },
+    async (request) => ({
+      notification: await service.setRead(authOf(request).user.id, request.params.id, request.body.read),
+    }),
+  );
+
+  r.delete(
+    '/notification/delete-all',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'Delete every own notification',
+        response: { 200: z.object({ deletedCount: z.number().int() }), ...errors },
+      },
+    },
+    async (request) => ({ deletedCount: await service.removeAll(authOf(request).user.id) }),
+  );
+
+  r.delete(
+    '/notification/:id',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'Delete one notification',
+        params: IdParams,
+        response: { 200: z.object({ notificationId: z.string() }), ...errors },
+      },
+    },
+    async (request) => ({ notificationId: await service.remove(authOf(request).user.id, request.params.id) }),
+  );
+
+  r.get(
+    '/notification/preferences',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'Own delivery preferences (created with defaults on first read)',
+        response: { 200: z.object({ preferences: PreferencesSchema }), ...errors },
+      },
+    },
+    async (request) => ({ preferences: await service.getPreferences(authOf(request).user.id) }),
+  );
+
+  r.patch(
+    '/notification/preferences',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'Update delivery preferences',
+        description:
+          'Provided fields replace stored ones; arrays are deduplicated; `emailTypes: null` restores the default set.',
+        body: PreferencesPatchSchema.meta({
+          example: { emailEnabled: true, emailTypes: ['mention', 'warning'] },
+        }),
+        response: { 200: z.object({ preferences: PreferencesSchema }), ...errors },
+      },
+    },
+    async (request) => ({
+      preferences: await service.updatePreferences(authOf(request).user.id, request.body),
+    }),
+  );
+
+  r.post(
+    '/notification/heartbeat',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: "Refresh the caller's presence cluster-wide",
+        response: {
+          200: z.object({ timestamp: z.number().int().meta({ example: 1735732800000 }) }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      await realtime.presence.touch(authOf(request).user.id);
+      return { timestamp: Date.now() };
+    },
+  );
+
+  r.get(
+    '/notification/stream',
+    {
+      preHandler: async (request, reply) => {
+        // Refuse before authenticating: a draining instance should send clients elsewhere quickly.
+        if (lifecycle.isShuttingDown()) {
+          throw new AppError(503, 'UNAVAILABLE', 'The server is shutting down; reconnect shortly');
+        }
+        await preHandler(request, reply);
+      },
+      schema: {
+        tags,
+        security,
+        summary: 'Live notification events (Server-Sent Events)',
+        description:
+          'text/event-stream. Each event has `id` (resume cursor), `event` and JSON `data` with a `type` equal to the event name: connected, new_notification, notification_updated, notification_deleted, notifications_cleared, unread_count_changed, keep_alive, error. Reconnect with `Last-Event-ID` to receive missed new_notification events.',
+        headers: z.object({ 'last-event-id': z.string().max(64).optional() }),
+        response: {
+          200: z.string().describe('text/event-stream'),
+          401: ErrorSchema,
+          503: ErrorSchema,
+        },
+      },
+    },
+    async (request, reply) => {
+      const raw = request.headers['last-event-id'];
+      const lastEventId =
+        typeof raw === 'string' && /^\d{1,15}$/.test(raw.trim()) ? Number(raw.trim()) : null;
+      await hub.open(reply, authOf(request), lastEventId);
+    },
+  );
+}

@@ -1,0 +1,199 @@
+// Owns the notification feature's wire shapes (CONTRACT §2) and the server-side action URL rule.
+import { z } from 'zod';
+import { AppError } from '../http/errors.js';
+
+export const NOTIFICATION_TYPES = [
+  'system',
+  'message',
+  'friend_request',
+  'mention',
+  'announcement',
+  'warning',
+  'success',
+  'info',
+] as const;
+export const NotificationTypeSchema = z.enum(NOTIFICATION_TYPES);
+export type NotificationType = z.infer<typeof NotificationTypeSchema>;
+
+export const DEFAULT_EMAIL_TYPES: NotificationType[] = [
+  'friend_request',
+  'mention',
+  'announcement',
+  'warning',
+];
+export const DEFAULT_PUSH_TYPES: NotificationType[] = ['message', 'friend_request', 'mention'];
+
+export const METADATA_MAX_BYTES = 16 * 1024;
+
+export const ActionSchema = z.strictObject({
+  actionId: z.string().min(1).max(100),
+  type: z.literal('link'),
+  label: z.string().min(1).max(100),
+  url: z.string().min(1).max(2048),
+  variant: z.enum(['default', 'destructive', 'outline', 'secondary', 'ghost', 'link']).optional(),
+  openInNewTab: z.boolean().optional(),
+});
+
+export const MetadataSchema = z
+  .strictObject({
+    actions: z.array(ActionSchema).max(5).optional(),
+    actionGroupVariant: z.string().min(1).max(50).optional(),
+    priority: z.enum(['low', 'normal', 'high', 'urgent']).optional(),
+    expiresAt: z.iso.datetime({ offset: true }).optional(),
+    data: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES, {
+    message: `metadata must be at most ${METADATA_MAX_BYTES} bytes when serialised`,
+  });
+export type Metadata = z.infer<typeof MetadataSchema>;
+
+export const NewNotificationSchema = z.strictObject({
+  type: NotificationTypeSchema,
+  title: z.string().min(1).max(255),
+  content: z.string().min(1).max(5000),
+  metadata: MetadataSchema.optional(),
+});
+export type NewNotification = z.infer<typeof NewNotificationSchema>;
+
+export const DELIVERY_STRATEGIES = ['sse', 'email', 'push'] as const;
+export const StrategyNameSchema = z.enum(DELIVERY_STRATEGIES);
+export type StrategyName = z.infer<typeof StrategyNameSchema>;
+
+export const NotificationSchema = z
+  .object({
+    id: z.string(),
+    userId: z.string(),
+    type: NotificationTypeSchema,
+    title: z.string(),
+    content: z.string(),
+    metadata: z.record(z.string(), z.unknown()),
+    read: z.boolean(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({
+    example: {
+      id: '5b0e7a56-3f59-4a4e-9a51-7c1d3c2f8e10',
+      userId: 'Yx3kq0H2bq7sTQ1mB9dZ4Lw8',
+      type: 'mention',
+      title: 'Ada mentioned you',
+      content: 'Ada mentioned you in #general',
+      metadata: {
+        priority: 'normal',
+        actions: [{ actionId: 'open', type: 'link', label: 'Open', url: '/chat' }],
+      },
+      read: false,
+      createdAt: '2025-01-01T12:00:00.000Z',
+      updatedAt: '2025-01-01T12:00:00.000Z',
+    },
+  });
+export type Notification = z.infer<typeof NotificationSchema>;
+
+export const PreferencesSchema = z
+  .object({
+    emailEnabled: z.boolean(),
+    pushEnabled: z.boolean(),
+    emailTypes: z.array(NotificationTypeSchema),
+    pushTypes: z.array(NotificationTypeSchema),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({
+    example: {
+      emailEnabled: true,
+      pushEnabled: false,
+      emailTypes: DEFAULT_EMAIL_TYPES,
+      pushTypes: DEFAULT_PUSH_TYPES,
+      createdAt: '2025-01-01T12:00:00.000Z',
+      updatedAt: '2025-01-01T12:00:00.000Z',
+    },
+  });
+export type Preferences = z.infer<typeof PreferencesSchema>;
+
+export const PreferencesPatchSchema = z.strictObject({
+  emailEnabled: z.boolean().optional(),
+  pushEnabled: z.boolean().optional(),
+  // null restores the default set.
+  emailTypes: z.array(NotificationTypeSchema).max(50).nullable().optional(),
+  pushTypes: z.array(NotificationTypeSchema).max(50).nullable().optional(),
+});
+export type PreferencesPatch = z.infer<typeof PreferencesPatchSchema>;
+
+export const ListQuerySchema = z.object({
+  page: z.coerce.number().int().min(1).max(1_000_000).default(1),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  filter: z.enum(['all', 'read', 'unread']).default('all'),
+  type: NotificationTypeSchema.optional(),
+  search: z.string().max(200).optional(),
+});
+export type ListQuery = z.infer<typeof ListQuerySchema>;
+
+export const PaginationSchema = z.object({
+  page: z.number().int(),
+  limit: z.number().int(),
+  totalCount: z.number().int(),
+  totalPages: z.number().int(),
+  hasNextPage: z.boolean(),
+  hasPreviousPage: z.boolean(),
+});
+
+export const CountsSchema = z.object({
+  byStatus: z.object({ all: z.number().int(), read: z.number().int(), unread: z.number().int() }),
+  byType: z.object(
+    Object.fromEntries(NOTIFICATION_TYPES.map((t) => [t, z.number().int()])) as Record<
+      NotificationType,
+      z.ZodNumber
+    >,
+  ),
+});
+export type Counts = z.infer<typeof CountsSchema>;
+
+export interface ActionUrlPolicy {
+  feHost: string;
+  allowedHosts: string[];
+}
+
+export function actionUrlPolicy(feBaseUrl: string, allowedDomains: string[]): ActionUrlPolicy {
+  return {
+    feHost: new URL(feBaseUrl).hostname.toLowerCase(),
+    allowedHosts: allowedDomains.map((d) => d.toLowerCase()),
+  };
+}
+
+/**
+ * A path on the front end (single leading slash), or http(s) on the front end's host or an allowlisted host.
+ * Browsers treat `//host` and `/\host` as protocol-relative, so both are refused along with control characters.
+ */
+export function isAllowedActionUrl(url: string, policy: ActionUrlPolicy): boolean {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
+  if (/[\u0000-\u001f\u007f\s\\]/.test(url)) return false;
+  if (url.startsWith('/')) return !url.startsWith('//');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return false;
+  if (parsed.username || parsed.password) return false;
+  const hostname = parsed.hostname.toLowerCase();
+  const host = parsed.host.toLowerCase();
+  return (
+    hostname === policy.feHost || policy.allowedHosts.includes(hostname) || policy.allowedHosts.includes(host)
+  );
+}
+
+/** Throws 400 ACTION_URL_NOT_ALLOWED for the first action whose URL breaks the rule. */
+export function assertActionUrls(metadata: Metadata | undefined, policy: ActionUrlPolicy, path = 'metadata') {
+  const actions = metadata?.actions ?? [];
+  actions.forEach((action, i) => {
+    if (!isAllowedActionUrl(action.url, policy)) {
+      throw new AppError(
+        400,
+        'ACTION_URL_NOT_ALLOWED',
+        'Action URLs must be a path starting with a single "/" or an http(s) URL on an allowed host',
+        [{ path: `${path}.actions.${i}.url`, message: 'URL not allowed' }],
+      );
+    }
+  });
+}

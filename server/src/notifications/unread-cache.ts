@@ -1,0 +1,142 @@
+// Owns the per-user unread-count cache in the shared store.
+//
+// Invalidation is versioned so a concurrent reader can never re-cache an old value: each user has one hash
+// { v: version, c: count }. A writer, after its transaction commits, increments v and drops c. A reader that
+// misses remembers v, counts in the database, then stores c only if v is still the version it saw (compare
+// and set in one Lua script). A count computed before a commit can therefore only be stored under the old
+// version, which the writer's bump has already superseded. When the store is unreachable readers fall back to
+// the database, and failed bumps are retried until they succeed so no stale count survives the outage.
+import type { Redis } from 'ioredis';
+import type { Store } from '../infra/cache.js';
+import type { Logger } from '../infra/logger.js';
+
+export interface UnreadCache {
+  /** The cached count, or the database count (cached when safe). Never stale after invalidate() returned. */
+  get(userId: string): Promise<number>;
+  /** Call after the transaction that changed these users' unread counts has committed. */
+  invalidate(userIds: string[]): Promise<void>;
+  close(): void;
+}
+
+// Long enough to be useful, short enough that an abandoned user's key does not live forever.
+const KEY_TTL_MS = 24 * 60 * 60 * 1000;
+
+const SET_IF_VERSION = `
+local v = redis.call('HGET', KEYS[1], 'v') or '0'
+if v == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'c', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+return 0`;
+
+const BUMP = `
+redis.call('HINCRBY', KEYS[1], 'v', 1)
+redis.call('HDEL', KEYS[1], 'c')
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`;
+
+export function createUnreadCache(deps: {
+  store: Store;
+  logger: Logger;
+  countFromDb: (userId: string) => Promise<number>;
+}): UnreadCache {
+  const redis = deps.store.redis?.data;
+  return redis
+    ? createRedisUnreadCache(redis, deps.store.prefix, deps.logger, deps.countFromDb)
+    : createLocalUnreadCache(deps.countFromDb);
+}
+
+function createRedisUnreadCache(
+  redis: Redis,
+  prefix: string,
+  logger: Logger,
+  countFromDb: (userId: string) => Promise<number>,
+): UnreadCache {
+  const key = (userId: string) => `${prefix}notif:unread:${userId}`;
+  // Users whose bump failed (store down). Until each is bumped, their cache is bypassed on this instance and
+  // retried in the background; the bump lands before any reader on any instance can see a stale value
+  // as soon as the store is back, because every cached entry of theirs predates the change.
+  const pending = new Set<string>();
+  let retryTimer: NodeJS.Timeout | undefined;
+
+  const bump = async (userIds: string[]) => {
+    const pipeline = redis.pipeline();
+    for (const id of userIds) pipeline.eval(BUMP, 1, key(id), String(KEY_TTL_MS));
+    const results = (await pipeline.exec()) ?? [];
+    const failed = userIds.filter((_, i) => results[i]?.[0]);
+    if (failed.length > 0) throw new Error(`unread cache bump failed for ${failed.length} users`);
+  };
+
+  const scheduleRetry = () => {
+    if (retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      const ids = [...pending];
+      if (ids.length === 0) return;
+      bump(ids).then(
+        () => {
+          for (const id of ids) pending.delete(id);
+        },
+        () => scheduleRetry(),
+      );
+    }, 1_000);
+    retryTimer.unref();
+  };
+
+  return {
+    async get(userId) {
+      if (pending.has(userId)) return countFromDb(userId);
+      let version: string;
+      try {
+        const [v, c] = await redis.hmget(key(userId), 'v', 'c');
+        if (c !== null && c !== undefined) return Number(c);
+        version = v ?? '0';
+      } catch {
+        return countFromDb(userId);
+      }
+      const count = await countFromDb(userId);
+      try {
+        await redis.eval(SET_IF_VERSION, 1, key(userId), version, String(count), String(KEY_TTL_MS));
+      } catch {
+        // Not cached this time; the next reader tries again.
+      }
+      return count;
+    },
+    async invalidate(userIds) {
+      if (userIds.length === 0) return;
+      try {
+        await bump(userIds);
+      } catch (err) {
+        logger.warn({ err, users: userIds.length }, 'unread cache invalidation failed; retrying');
+        for (const id of userIds) pending.add(id);
+        scheduleRetry();
+      }
+    },
+    close() {
+      clearTimeout(retryTimer);
+    },
+  };
+}
+
+/** In-process store (single instance): the same versioning, made atomic by the single thread. */
+function createLocalUnreadCache(countFromDb: (userId: string) => Promise<number>): UnreadCache {
+  const entries = new Map<string, { v: number; c?: number }>();
+  return {
+    async get(userId) {
+      const entry = entries.get(userId);
+      if (entry?.c !== undefined) return entry.c;
+      const version = entry?.v ?? 0;
+      const count = await countFromDb(userId);
+      const now = entries.get(userId);
+      if ((now?.v ?? 0) === version) entries.set(userId, { v: version, c: count });
+      return count;
+    },
+    async invalidate(userIds) {
+      for (const id of userIds) entries.set(id, { v: (entries.get(id)?.v ?? 0) + 1 });
+    },
+    close() {
+      entries.clear();
+    },
+  };
+}

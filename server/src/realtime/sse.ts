@@ -1,0 +1,121 @@
+// Owns the hardened Server-Sent Events writer: response headers, CR/LF-safe framing, `id:` lines, a bound on
+// the bytes buffered for a slow client, and exactly-once cleanup when the connection ends for any reason.
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+
+const LINE_BREAK = /\r\n|\r|\n/;
+
+/** Field values (id, event name) must not contain line breaks: a stray CR or LF would start a new field. */
+function singleLine(value: string): string {
+  return value.replace(/[\r\n\0]/g, '');
+}
+
+/**
+ * The part of an event after its `id:` line. Serialised once per event and shared by every stream that
+ * receives it; only the short id line can differ between streams.
+ */
+export function sseBody(event: string, data: unknown): string {
+  const text = typeof data === 'string' ? data : JSON.stringify(data);
+  let out = `event: ${singleLine(event)}\n`;
+  // JSON.stringify escapes CR/LF inside strings; splitting still guards raw string payloads.
+  for (const line of text.split(LINE_BREAK)) out += `data: ${line}\n`;
+  return `${out}\n`;
+}
+
+export function sseIdLine(id: string | number): string {
+  return `id: ${singleLine(String(id))}\n`;
+}
+
+/** One complete event frame. */
+export function sseFrame(id: string | number, event: string, data: unknown): string {
+  return sseIdLine(id) + sseBody(event, data);
+}
+
+export interface SseConnection {
+  readonly closed: boolean;
+  /** Bytes queued in user space for this client (not yet handed to the kernel). */
+  bufferedBytes(): number;
+  /**
+   * Writes a chunk. Returns false when the connection is (or just became) closed — including when the client
+   * is too slow and its buffer grew beyond the bound, in which case the connection is destroyed.
+   */
+  write(chunk: string): boolean;
+  /** Writes an optional final chunk, then ends the response. */
+  end(finalChunk?: string): void;
+  /** Runs once when the connection ends (client abort, end(), overflow, server close). */
+  onClose(handler: () => void): void;
+}
+
+export interface OpenSseOptions {
+  /** Extra headers to send (e.g. those CORS and helmet already put on the reply). */
+  headers?: OutgoingHttpHeaders;
+  /** A client whose unsent bytes exceed this is dropped instead of growing memory without limit. */
+  maxBufferedBytes: number;
+  /** Reconnection delay suggested to EventSource clients, ms. */
+  retryMs?: number;
+}
+
+const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'content-encoding', 'connection']);
+
+/** Writes the SSE response head on a raw response the caller has taken over (Fastify `reply.hijack()`). */
+export function openSse(raw: ServerResponse, options: OpenSseOptions): SseConnection {
+  const headers: OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(options.headers ?? {})) {
+    if (v !== undefined && !HOP_BY_HOP.has(k.toLowerCase())) headers[k.toLowerCase()] = v;
+  }
+  headers['content-type'] = 'text/event-stream; charset=utf-8';
+  headers['cache-control'] = 'no-cache, no-transform';
+  headers['x-accel-buffering'] = 'no';
+  if (raw.req.httpVersionMajor < 2) headers.connection = 'keep-alive';
+  raw.writeHead(200, headers);
+  const socket = raw.socket;
+  // A stream lives for hours: no idle timeout, and small frames go out at once.
+  socket?.setTimeout(0);
+  socket?.setNoDelay(true);
+  socket?.setKeepAlive(true);
+
+  let closed = false;
+  const handlers: Array<() => void> = [];
+  const finish = () => {
+    if (closed) return;
+    closed = true;
+    for (const h of handlers.splice(0)) {
+      try {
+        h();
+      } catch {
+        // A cleanup handler failing must not prevent the others from running.
+      }
+    }
+  };
+  raw.on('close', finish);
+  raw.on('error', finish);
+
+  const conn: SseConnection = {
+    get closed() {
+      return closed;
+    },
+    bufferedBytes: () => raw.writableLength,
+    write(chunk) {
+      if (closed || raw.destroyed || raw.writableEnded) return false;
+      raw.write(chunk);
+      if (raw.writableLength > options.maxBufferedBytes) {
+        // Slow consumer: drop it; EventSource reconnects and resumes from its Last-Event-ID.
+        raw.destroy();
+        finish();
+        return false;
+      }
+      return true;
+    },
+    end(finalChunk) {
+      if (closed || raw.writableEnded) return;
+      if (finalChunk !== undefined && !raw.destroyed) raw.write(finalChunk);
+      raw.end();
+    },
+    onClose(handler) {
+      if (closed) handler();
+      else handlers.push(handler);
+    },
+  };
+  // A comment line first: some proxies hold the head until the first body bytes arrive.
+  conn.write(`retry: ${options.retryMs ?? 3000}\n: stream open\n\n`);
+  return conn;
+}
