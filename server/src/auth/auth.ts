@@ -158,11 +158,29 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
     trustedOrigins: [...new Set([...config.CORS_ALLOWLISTED_ORIGINS, new URL(config.FE_BASE_URL).origin])],
     database: drizzleAdapter(db, { provider: 'pg', schema, camelCase: false }),
     secondaryStorage: {
-      get: (key) => store.get(authPrefix + key),
+      // A failed read degrades to "not in the store": sessions then come from PostgreSQL (storeSessionInDatabase),
+      // one-time tokens read as invalid. Writes and deletes still fail loudly, so a revocation is never lost.
+      get: async (key) => {
+        try {
+          return await store.get(authPrefix + key);
+        } catch (err) {
+          logger.warn({ err: (err as Error).message }, 'auth store read failed');
+          return null;
+        }
+      },
       getAndDelete: (key) => store.getdel(authPrefix + key),
       set: (key, value, ttl) => store.set(authPrefix + key, value, ttl ? ttl * 1000 : undefined),
       delete: (key) => store.del(authPrefix + key),
-      increment: async (key, ttl) => (await store.incrWindow(authPrefix + key, ttl * 1000)).count,
+      increment: async (key, ttl) => {
+        try {
+          return (await store.incrWindow(authPrefix + key, ttl * 1000)).count;
+        } catch (err) {
+          // Rate limits fail open while the store is down: reading a session must keep working, and
+          // sign-in/sign-up cannot create sessions without the store anyway (set fails → 503).
+          logger.warn({ err: (err as Error).message }, 'auth rate-limit store unreachable; not counting');
+          return 1;
+        }
+      },
     },
     session: {
       // Keep sessions in PostgreSQL too, so an empty or unreachable store never signs everybody out.
@@ -298,6 +316,9 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
       ...socialPlugins,
     ],
     telemetry: { enabled: false },
+    // Unexpected (non-API) errors reach the bridge, which answers 503 during a store outage and otherwise lets
+    // the global handler log them and answer a detail-free 500.
+    onAPIError: { throw: true },
     // Route better-auth's own messages into the request logger (JSON, levels, silenced in tests).
     logger: {
       level: 'warn',

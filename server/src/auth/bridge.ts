@@ -62,12 +62,30 @@ function resolveTarget(request: FastifyRequest): Target {
   return { pathname, search, method, body };
 }
 
+/**
+ * Drops better-auth's signed session snapshot (the 15-minute cookie cache) from what better-auth sees, so its
+ * own authorisation (admin routes, sign-out, list-sessions, …) always reads the live session from the store and
+ * a revoked or demoted session can never act on a cached copy. The snapshot is still issued for clients.
+ */
+function withoutSnapshotCookie(header: string): string {
+  return header
+    .split(';')
+    .filter((part) => !/^\s*(__Secure-)?better-auth\.session_data(\.\d+)?=/.test(part))
+    .join(';')
+    .trim();
+}
+
 function toWebRequest(request: FastifyRequest, target: Target, baseUrl: string): Request {
   const query = target.search.toString();
   const url = new URL(`${target.pathname}${query ? `?${query}` : ''}`, baseUrl);
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {
     if (value === undefined || name === 'x-herald-client-ip') continue;
+    if (name === 'cookie') {
+      const cookie = withoutSnapshotCookie(Array.isArray(value) ? value.join('; ') : String(value));
+      if (cookie) headers.set('cookie', cookie);
+      continue;
+    }
     if (Array.isArray(value)) for (const v of value) headers.append(name, v);
     else headers.set(name, String(value));
   }
@@ -129,7 +147,16 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
         try {
           response = await auth.handler(toWebRequest(request, target, baseUrl));
         } catch (err) {
-          request.log.error({ err }, 'auth handler failed');
+          if (!app.ctx.store.isReady()) {
+            request.log.warn(
+              { err, path: target.pathname },
+              'auth route failed while the store is unreachable',
+            );
+            return sendError(reply, 503, {
+              code: 'UNAVAILABLE',
+              message: 'Temporarily unavailable, retry shortly',
+            });
+          }
           throw err;
         }
         if (response.status >= 500) {

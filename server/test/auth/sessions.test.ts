@@ -1,0 +1,286 @@
+// Session design (docs/architecture.md "Sessions"): hot-path verification with one store read and no database
+// query, revocation visible on another instance by the very next request, disconnect events, and the database
+// fallback when the store is unreachable.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../src/app.js';
+import { createStore, type Store } from '../../src/infra/cache.js';
+import { createDatabase, type Database, type Db } from '../../src/infra/db.js';
+import * as schema from '../../src/infra/schema/index.js';
+import type { UserDisconnect } from '../../src/realtime/types.js';
+import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { tokenFrom } from '../helpers/smtp.js';
+import { createAdmin, createVerifiedUser, jsonHeaders, signIn } from '../helpers/users.js';
+
+/** A database whose Drizzle instance counts every query it runs. */
+function countingDatabase(url: string) {
+  const base = createDatabase({ databaseUrl: url, dataDir: '/tmp/unused' });
+  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  const counter = { queries: 0 };
+  const db = drizzle(pool, {
+    schema,
+    casing: 'snake_case',
+    logger: { logQuery: () => void counter.queries++ },
+  }) as unknown as Db;
+  const database: Database = {
+    db,
+    kind: 'postgres',
+    migrate: () => base.migrate(),
+    ping: () => base.ping(),
+    async close() {
+      await pool.end();
+      await base.close();
+    },
+  };
+  return { database, counter };
+}
+
+/** A store that counts reads. */
+function countingStore(store: Store) {
+  const counter = { reads: 0 };
+  const wrapped: Store = {
+    ...store,
+    get: (key) => {
+      counter.reads++;
+      return store.get(key);
+    },
+  };
+  return { store: wrapped, counter };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  server.close();
+  return port;
+}
+
+async function startRedis(): Promise<{ url: string; proc: ChildProcess }> {
+  const port = await freePort();
+  const proc = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  await new Promise<void>((resolve, reject) => {
+    proc.on('error', reject);
+    proc.stdout?.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('Ready to accept connections')) resolve();
+    });
+  });
+  return { url: `redis://127.0.0.1:${port}`, proc };
+}
+
+describe('sessions', () => {
+  let env: TestEnv;
+  let a: App;
+  let b: App;
+  let dbCounter: { queries: number };
+  let storeCounter: { reads: number };
+  beforeAll(async () => {
+    env = await createTestEnv();
+    a = await env.app();
+    const counted = countingDatabase(env.db.url);
+    dbCounter = counted.counter;
+    const store = countingStore(createStore({ url: env.baseEnv.CACHE_URL, prefix: env.prefix }));
+    storeCounter = store.counter;
+    b = await env.app({}, { overrides: { database: counted.database, store: store.store } });
+  });
+  afterAll(() => env.close());
+
+  const listSessions = (app: App, cookie: string) =>
+    app.inject({ method: 'GET', url: '/auth/list-sessions', headers: { cookie } });
+
+  it('verifies a session with one store read and no database query', async () => {
+    const u = await createVerifiedUser(a, env.smtp);
+    const before = { queries: dbCounter.queries, reads: storeCounter.reads };
+    for (let i = 0; i < 25; i++) {
+      const ctx = await b.ctx.sessions.fromHeaders({ cookie: u.cookie });
+      expect(ctx?.user.id).toBe(u.id);
+    }
+    expect(dbCounter.queries - before.queries).toBe(0);
+    expect(storeCounter.reads - before.reads).toBe(25);
+    // A forged or tampered cookie costs no lookup at all.
+    const tampered = u.cookie.replace(/session_token=([^;.]+)/, 'session_token=AAAA$1');
+    expect(await b.ctx.sessions.fromHeaders({ cookie: tampered })).toBeNull();
+    expect(await b.ctx.sessions.fromHeaders({})).toBeNull();
+    expect(storeCounter.reads - before.reads).toBe(25);
+    expect(dbCounter.queries - before.queries).toBe(0);
+  });
+
+  it('sign-out on A is seen by B on the very next request', async () => {
+    const u = await createVerifiedUser(a, env.smtp);
+    expect((await listSessions(b, u.cookie)).statusCode).toBe(200);
+    const out = await a.inject({
+      method: 'POST',
+      url: '/auth/sign-out',
+      headers: jsonHeaders(u.cookie),
+      payload: {},
+    });
+    expect(out.statusCode).toBe(200);
+    expect((await listSessions(b, u.cookie)).statusCode).toBe(401);
+    expect(await b.ctx.sessions.fromHeaders({ cookie: u.cookie })).toBeNull();
+    expect(
+      (await b.inject({ method: 'GET', url: '/auth/get-session', headers: { cookie: u.cookie } })).json(),
+    ).toBeNull();
+  });
+
+  it('admin revoke-user-session(s) and ban on A are seen by B at once; events are published', async () => {
+    const admin = await createAdmin(a, env.smtp);
+    const events: UserDisconnect[] = [];
+    const off = a.ctx.realtime.onUserDisconnect((e) => events.push(e));
+    try {
+      const u = await createVerifiedUser(a, env.smtp);
+      const second = await signIn(a, u.email, u.password);
+      const one = (await b.ctx.sessions.fromHeaders({ cookie: u.cookie }))?.session;
+      expect(one).toBeDefined();
+      const revokeOne = await a.inject({
+        method: 'POST',
+        url: '/auth/admin/revoke-user-session',
+        headers: jsonHeaders(admin.cookie),
+        payload: { sessionToken: one?.token },
+      });
+      expect(revokeOne.statusCode, revokeOne.body).toBe(200);
+      expect(await b.ctx.sessions.fromHeaders({ cookie: u.cookie })).toBeNull();
+      expect((await listSessions(b, second)).statusCode).toBe(200);
+      expect(events).toContainEqual({ userId: u.id, sessionId: one?.id, reason: 'session_revoked' });
+
+      const revokeAll = await a.inject({
+        method: 'POST',
+        url: '/auth/admin/revoke-user-sessions',
+        headers: jsonHeaders(admin.cookie),
+        payload: { userId: u.id },
+      });
+      expect(revokeAll.statusCode, revokeAll.body).toBe(200);
+      expect((await listSessions(b, second)).statusCode).toBe(401);
+
+      const victim = await createVerifiedUser(a, env.smtp);
+      expect((await listSessions(b, victim.cookie)).statusCode).toBe(200);
+      const ban = await a.inject({
+        method: 'POST',
+        url: '/auth/admin/ban-user',
+        headers: jsonHeaders(admin.cookie),
+        payload: { userId: victim.id },
+      });
+      expect(ban.statusCode, ban.body).toBe(200);
+      expect((await listSessions(b, victim.cookie)).statusCode).toBe(401);
+      expect(await b.ctx.sessions.fromHeaders({ cookie: victim.cookie })).toBeNull();
+      expect(events).toContainEqual({ userId: victim.id, reason: 'banned' });
+
+      const signedOut = await createVerifiedUser(a, env.smtp);
+      const sessionId = (await a.ctx.sessions.fromHeaders({ cookie: signedOut.cookie }))?.session.id;
+      await a.inject({
+        method: 'POST',
+        url: '/auth/sign-out',
+        headers: jsonHeaders(signedOut.cookie),
+        payload: {},
+      });
+      expect(events).toContainEqual({ userId: signedOut.id, sessionId, reason: 'signed_out' });
+    } finally {
+      off();
+    }
+  });
+
+  it('password reset on A revokes sessions seen by B and publishes password_reset', async () => {
+    const events: UserDisconnect[] = [];
+    const off = a.ctx.realtime.onUserDisconnect((e) => events.push(e));
+    try {
+      const u = await createVerifiedUser(a, env.smtp);
+      await a.inject({
+        method: 'POST',
+        url: '/auth/forget-password',
+        headers: jsonHeaders(),
+        payload: { email: u.email },
+      });
+      const mail = await env.smtp.waitFor((m) => m.to.includes(u.email) && m.subject.includes('Reset'));
+      const reset = await a.inject({
+        method: 'POST',
+        url: '/auth/reset-password',
+        headers: jsonHeaders(),
+        payload: { token: tokenFrom(mail, 'reset-password'), newPassword: 'fresh password 123' },
+      });
+      expect(reset.statusCode).toBe(200);
+      expect((await listSessions(b, u.cookie)).statusCode).toBe(401);
+      expect(events.some((e) => e.userId === u.id && e.reason === 'password_reset')).toBe(true);
+    } finally {
+      off();
+    }
+  });
+
+  it('a demoted admin cannot use a cached session snapshot on admin routes', async () => {
+    const boss = await createAdmin(a, env.smtp);
+    const other = await createAdmin(a, env.smtp);
+    // The snapshot cookie (session_data) is part of other.cookie and still claims role admin.
+    expect(other.cookie).toContain('session_data');
+    const demote = await a.inject({
+      method: 'POST',
+      url: '/auth/admin/set-role',
+      headers: jsonHeaders(boss.cookie),
+      payload: { userId: other.id, role: 'user' },
+    });
+    expect(demote.statusCode).toBe(200);
+    const list = await b.inject({
+      method: 'GET',
+      url: '/auth/admin/list-users',
+      headers: { cookie: other.cookie },
+    });
+    expect(list.statusCode).toBe(403);
+    expect((await b.ctx.sessions.fromHeaders({ cookie: other.cookie }))?.user.role).toBe('user');
+  });
+});
+
+describe('sessions when the store is unreachable', () => {
+  let env: TestEnv;
+  let redis: { url: string; proc: ChildProcess };
+  beforeAll(async () => {
+    redis = await startRedis();
+    env = await createTestEnv({ CACHE_URL: redis.url });
+  });
+  afterAll(async () => {
+    await env.close();
+    if (redis.proc.exitCode === null) redis.proc.kill('SIGKILL');
+  });
+
+  it('falls back to PostgreSQL and keeps revoked sessions revoked', async () => {
+    const app = await env.app();
+    const u = await createVerifiedUser(app, env.smtp);
+    const gone = await createVerifiedUser(app, env.smtp);
+    await app.inject({
+      method: 'POST',
+      url: '/auth/sign-out',
+      headers: jsonHeaders(gone.cookie),
+      payload: {},
+    });
+    const resolver = app.ctx.sessions as typeof app.ctx.sessions & { stats: { database: number } };
+    const before = resolver.stats.database;
+    redis.proc.kill('SIGKILL');
+    await once(redis.proc, 'exit');
+    const ctx = await app.ctx.sessions.fromHeaders({ cookie: u.cookie });
+    expect(ctx?.user.id).toBe(u.id);
+    expect(resolver.stats.database).toBeGreaterThan(before);
+    expect(await app.ctx.sessions.fromHeaders({ cookie: gone.cookie })).toBeNull();
+    const s = await app.inject({ method: 'GET', url: '/auth/get-session', headers: { cookie: u.cookie } });
+    expect(s.statusCode).toBe(200);
+    expect(s.json()?.user?.id).toBe(u.id);
+    // New sessions need the store (so that revocation can always reach them): a clear 503, never a 500.
+    const signInRes = await app.inject({
+      method: 'POST',
+      url: '/auth/sign-in/email',
+      headers: jsonHeaders(),
+      payload: { email: u.email, password: u.password },
+    });
+    expect(signInRes.statusCode).toBe(503);
+    expect(signInRes.json().code).toBe('UNAVAILABLE');
+    const health = await app.inject({ method: 'GET', url: '/health' });
+    expect(health.json().status).toBe('degraded');
+  });
+});
