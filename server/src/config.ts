@@ -135,6 +135,8 @@ export const EnvSchema = z.object({
   CHAT_THROTTLE_WINDOW_MS: int(10_000, 100),
   CHAT_MAX_CONNECTIONS_PER_IP: int(50, 1),
   CHAT_MAX_CONNECTIONS_PER_USER: int(10, 1),
+  // Bytes a chat socket may have waiting to be sent before it is treated as a slow consumer and closed.
+  CHAT_SEND_BUFFER_LIMIT_BYTES: int(1024 * 1024, 16 * 1024),
   RETENTION_INTERVAL_MS: int(60 * 60 * 1000, 1000),
   RETENTION_MAX_AGE_DAYS: int(90, 1),
   RETENTION_MAX_PER_USER: int(1000, 1),

@@ -1,0 +1,238 @@
+// Owns the WebSocket endpoint GET /chat on the app's own HTTP server: every check that can refuse a client
+// happens before the upgrade (path, shutdown, Origin, per-IP and per-user limits, session), then the socket is
+// registered, greeted (`connected`, `message_history`, `presence`) and wired to the chat service.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import proxyaddr from '@fastify/proxy-addr';
+import type { FastifyInstance } from 'fastify';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { AuthContext } from '../auth/guard.js';
+import type { ChatRole, PresenceCounts } from '../realtime/types.js';
+import type { ChatConnection, ChatHub, ChatIdentity } from './chat-hub.js';
+import type { ChatService, HistoryCache } from './chat-service.js';
+import { ChatErrorCode, ChatLimits, encode } from './protocol.js';
+import type { TypingThrottle } from './throttle.js';
+
+export const CHAT_PATH = '/chat';
+const RETRY_AFTER_S = 10;
+const PRESENCE_TIMEOUT_MS = 1_000;
+
+/** Same TRUST_PROXY semantics as the Fastify instance (app.ts), for requests that never reach Fastify. */
+export function trustFunction(value: string | undefined): (addr: string, hop: number) => boolean {
+  if (value === undefined || value === 'false') return () => false;
+  if (value === 'true') return () => true;
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    return (_addr, hop) => hop < hops;
+  }
+  return proxyaddr.compile(value.split(',').map((v) => v.trim()));
+}
+
+/** Allowlist entries normalised to origins, so "https://app.example/" in the env still matches. */
+export function allowedOrigins(list: string[]): Set<string> {
+  const set = new Set<string>();
+  for (const entry of list) {
+    try {
+      set.add(new URL(entry).origin);
+    } catch {
+      set.add(entry);
+    }
+  }
+  return set;
+}
+
+function refuse(
+  socket: Duplex,
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+) {
+  if (socket.destroyed) return;
+  const body = JSON.stringify({ code, message });
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+      'Connection: close\r\n' +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`,
+  );
+}
+
+export interface ChatGatewayDeps {
+  hub: ChatHub;
+  service: ChatService;
+  history: HistoryCache;
+  typing: TypingThrottle;
+  isStopping: () => boolean;
+}
+
+export interface ChatGateway {
+  close(): void;
+}
+
+export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): ChatGateway {
+  const { config, sessions, realtime, lifecycle, logger } = app.ctx;
+  const { hub, service, history, typing } = deps;
+  const origins = allowedOrigins(config.CORS_ALLOWLISTED_ORIGINS);
+  const trust = trustFunction(config.TRUST_PROXY);
+  const wss = new WebSocketServer({
+    noServer: true,
+    clientTracking: false,
+    maxPayload: ChatLimits.MAX_FRAME_BYTES,
+    perMessageDeflate: false,
+  });
+  const stopping = () => deps.isStopping() || lifecycle.isShuttingDown();
+
+  const presenceNow = async (): Promise<PresenceCounts | null> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        realtime.presence.chatCounts(),
+        new Promise<null>((resolve) => {
+          timer = setTimeout(() => resolve(null), PRESENCE_TIMEOUT_MS);
+        }),
+      ]);
+    } catch {
+      return null;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const greet = async (conn: ChatConnection) => {
+    const [historyEvent, counts] = await Promise.all([
+      history.get().catch((err: unknown) => {
+        logger.error({ err }, 'chat: history unavailable');
+        return null;
+      }),
+      presenceNow(),
+    ]);
+    if (historyEvent) hub.sendNow(conn, historyEvent);
+    else {
+      hub.sendNow(
+        conn,
+        encode({ type: 'error', code: ChatErrorCode.INTERNAL_ERROR, message: 'History is unavailable' }),
+      );
+    }
+    if (counts) hub.sendNow(conn, encode({ type: 'presence', ...counts }));
+    hub.release(conn);
+  };
+
+  const open = (ws: WebSocket, ip: string, auth: AuthContext | null) => {
+    const identity: ChatIdentity | null = auth
+      ? {
+          userId: auth.user.id,
+          name: auth.user.name,
+          image: auth.user.image,
+          emailVerified: auth.user.emailVerified,
+          isAdmin: auth.user.role === 'admin',
+          sessionId: auth.session.id,
+          sessionExpiresAt: auth.session.expiresAt.getTime(),
+        }
+      : null;
+    const role: ChatRole = !identity ? 'guest' : identity.isAdmin ? 'admin' : 'member';
+    const conn: ChatConnection = {
+      id: randomUUID(),
+      ws,
+      role,
+      identity,
+      ip,
+      alive: true,
+      queue: [],
+      errorCount: 0,
+      errorWindowStart: Date.now(),
+      pending: 0,
+      chain: Promise.resolve(),
+    };
+    hub.add(conn);
+    ws.on('pong', () => {
+      conn.alive = true;
+    });
+    ws.on('message', (data, isBinary) => {
+      conn.alive = true;
+      service.onFrame(conn, data, isBinary);
+    });
+    // ws closes the socket itself on protocol errors (1009 for oversized frames); only log here.
+    ws.on('error', (err) => logger.debug({ err: err.message, connectionId: conn.id }, 'chat socket error'));
+    ws.once('close', () => {
+      if (!hub.remove(conn)) return;
+      realtime.presence.chatLeave(conn.id);
+      if (identity && hub.userCount(identity.userId) === 0) typing.forget(identity.userId);
+    });
+    hub.sendNow(
+      conn,
+      encode({
+        type: 'connected',
+        connectionId: conn.id,
+        userId: identity?.userId ?? null,
+        role,
+        instanceId: config.INSTANCE_ID,
+      }),
+    );
+    realtime.presence.chatJoin(conn.id, role, identity?.userId ?? null);
+    greet(conn).catch((err: unknown) => {
+      logger.error({ err }, 'chat: greeting failed');
+      hub.release(conn);
+    });
+  };
+
+  const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (stopping()) return refuse(socket, 503, 'UNAVAILABLE', 'Server is shutting down; reconnect later');
+    const origin = req.headers.origin;
+    // Browsers always send Origin on WebSocket handshakes; a missing one is refused like a foreign one so that
+    // cookie-carrying cross-site upgrades can never slip through.
+    if (!origin || !origins.has(origin)) return refuse(socket, 403, 'FORBIDDEN', 'Origin not allowed');
+    const ip = proxyaddr(req, trust);
+    const ipFull = () => hub.ipCount(ip) >= config.CHAT_MAX_CONNECTIONS_PER_IP;
+    const tooMany = (what: string) =>
+      refuse(socket, 429, 'RATE_LIMITED', `Too many chat connections for this ${what}`, {
+        'Retry-After': String(RETRY_AFTER_S),
+      });
+    if (ipFull()) return tooMany('address');
+    let auth: AuthContext | null = null;
+    if (req.headers.cookie) {
+      try {
+        auth = await sessions.fromHeaders(req.headers);
+      } catch (err) {
+        logger.error({ err }, 'chat: session lookup failed');
+        return refuse(socket, 503, 'UNAVAILABLE', 'Sessions are unavailable; reconnect later');
+      }
+    }
+    if (socket.destroyed) return;
+    if (stopping()) return refuse(socket, 503, 'UNAVAILABLE', 'Server is shutting down; reconnect later');
+    // Re-checked after the await; from here to the registration in `open` everything is synchronous.
+    if (ipFull()) return tooMany('address');
+    if (auth && hub.userCount(auth.user.id) >= config.CHAT_MAX_CONNECTIONS_PER_USER) return tooMany('user');
+    wss.handleUpgrade(req, socket, head, (ws) => open(ws, ip, auth));
+  };
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (path !== CHAT_PATH) {
+      // Leave other paths to other upgrade listeners if there are any.
+      if (app.server.listenerCount('upgrade') === 1)
+        refuse(socket, 404, 'NOT_FOUND', 'No WebSocket endpoint here');
+      return;
+    }
+    // Without a listener a reset during the session lookup would be an uncaught error.
+    socket.on('error', () => socket.destroy());
+    upgrade(req, socket, head).catch((err: unknown) => {
+      logger.error({ err }, 'chat: upgrade failed');
+      refuse(socket, 500, 'INTERNAL_ERROR', 'Internal server error');
+    });
+  };
+  app.server.on('upgrade', onUpgrade);
+
+  return {
+    close() {
+      app.server.off('upgrade', onUpgrade);
+      wss.close();
+    },
+  };
+}

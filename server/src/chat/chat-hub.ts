@@ -1,0 +1,225 @@
+// Owns this instance's chat sockets: the connection registry (by id, user and IP), fan-out of pre-encoded
+// events, the server ping loop that terminates dead peers, and the slow-consumer guard.
+import type { WebSocket } from 'ws';
+import type { Logger } from '../infra/logger.js';
+import type { ChatRole } from '../realtime/types.js';
+import { CloseCode } from './protocol.js';
+
+export interface ChatIdentity {
+  userId: string;
+  name: string;
+  image: string | null;
+  emailVerified: boolean;
+  isAdmin: boolean;
+  sessionId: string;
+  sessionExpiresAt: number;
+}
+
+export interface ChatConnection {
+  readonly id: string;
+  readonly ws: WebSocket;
+  readonly role: ChatRole;
+  readonly identity: ChatIdentity | null;
+  readonly ip: string;
+  /** Set by any frame or pong from the peer; cleared by each ping round. */
+  alive: boolean;
+  /** Events held back while `connected`/`message_history` are being sent, so ordering holds. */
+  queue: Buffer[] | null;
+  errorCount: number;
+  errorWindowStart: number;
+  /** Requests waiting for the database or store, processed one after another (per-socket ordering). */
+  pending: number;
+  chain: Promise<void>;
+}
+
+// Events that may wait behind the initial history; beyond this the connection is not keeping up.
+const MAX_QUEUED = 1_000;
+// After a close frame, how long a peer gets to complete the handshake before the socket is destroyed.
+const CLOSE_GRACE_MS = 1_000;
+
+export interface ChatHub {
+  add(conn: ChatConnection): void;
+  remove(conn: ChatConnection): boolean;
+  readonly size: number;
+  all(): IterableIterator<ChatConnection>;
+  ofUser(userId: string): ChatConnection[];
+  ipCount(ip: string): number;
+  userCount(userId: string): number;
+  /** Sends to one socket (queued while the socket is initialising). */
+  send(conn: ChatConnection, data: Buffer): void;
+  /** Sends bypassing the initialisation queue (the initial frames themselves). */
+  sendNow(conn: ChatConnection, data: Buffer): void;
+  /** Sends the same bytes to every local socket except `exceptId`. */
+  broadcast(data: Buffer, exceptId?: string): void;
+  /** Ends the initialisation phase: flushes held-back events in order. */
+  release(conn: ChatConnection): void;
+  close(conn: ChatConnection, code: number, reason: string): void;
+  /** Closes every socket with `code` and resolves when all are gone (destroying stragglers after a grace). */
+  closeAll(code: number, reason: string, graceMs: number): Promise<void>;
+  stop(): void;
+  stats(): { slowConsumersClosed: number; deadPeersTerminated: number };
+}
+
+export interface ChatHubOptions {
+  pingIntervalMs: number;
+  sendBufferLimitBytes: number;
+  logger: Logger;
+}
+
+export function createChatHub(options: ChatHubOptions): ChatHub {
+  const { logger, sendBufferLimitBytes } = options;
+  const connections = new Map<string, ChatConnection>();
+  const byUser = new Map<string, Set<ChatConnection>>();
+  const byIp = new Map<string, number>();
+  let slowConsumersClosed = 0;
+  let deadPeersTerminated = 0;
+
+  const closeWithGrace = (conn: ChatConnection, code: number, reason: string) => {
+    const { ws } = conn;
+    if (ws.readyState === ws.CLOSED) return;
+    if (ws.readyState !== ws.CLOSING) {
+      try {
+        ws.close(code, reason);
+      } catch {
+        ws.terminate();
+        return;
+      }
+    }
+    // A peer that never answers the close frame (or never reads) must not pin the socket and its buffers.
+    setTimeout(() => {
+      if (ws.readyState !== ws.CLOSED) ws.terminate();
+    }, CLOSE_GRACE_MS).unref();
+  };
+
+  const slowConsumer = (conn: ChatConnection) => {
+    slowConsumersClosed++;
+    logger.warn(
+      { connectionId: conn.id, bufferedAmount: conn.ws.bufferedAmount },
+      'chat: closing slow consumer',
+    );
+    closeWithGrace(conn, CloseCode.POLICY, 'slow consumer');
+  };
+
+  const write = (conn: ChatConnection, data: Buffer) => {
+    const { ws } = conn;
+    if (ws.readyState !== ws.OPEN) return;
+    // Bounded memory: a peer that does not read stops receiving and is closed, instead of growing the buffer.
+    if (ws.bufferedAmount > sendBufferLimitBytes) {
+      slowConsumer(conn);
+      return;
+    }
+    ws.send(data, { binary: false });
+  };
+
+  const deliver = (conn: ChatConnection, data: Buffer) => {
+    if (conn.queue) {
+      if (conn.queue.length >= MAX_QUEUED) {
+        conn.queue = null;
+        slowConsumer(conn);
+        return;
+      }
+      conn.queue.push(data);
+      return;
+    }
+    write(conn, data);
+  };
+
+  const ping = setInterval(() => {
+    for (const conn of connections.values()) {
+      const { ws } = conn;
+      if (ws.readyState !== ws.OPEN) continue;
+      if (!conn.alive) {
+        deadPeersTerminated++;
+        ws.terminate();
+        continue;
+      }
+      conn.alive = false;
+      try {
+        ws.ping();
+      } catch {
+        ws.terminate();
+      }
+    }
+  }, options.pingIntervalMs);
+  ping.unref();
+
+  return {
+    add(conn) {
+      connections.set(conn.id, conn);
+      byIp.set(conn.ip, (byIp.get(conn.ip) ?? 0) + 1);
+      if (conn.identity) {
+        let set = byUser.get(conn.identity.userId);
+        if (!set) {
+          set = new Set();
+          byUser.set(conn.identity.userId, set);
+        }
+        set.add(conn);
+      }
+    },
+    remove(conn) {
+      if (!connections.delete(conn.id)) return false;
+      const n = (byIp.get(conn.ip) ?? 1) - 1;
+      if (n <= 0) byIp.delete(conn.ip);
+      else byIp.set(conn.ip, n);
+      if (conn.identity) {
+        const set = byUser.get(conn.identity.userId);
+        set?.delete(conn);
+        if (set?.size === 0) byUser.delete(conn.identity.userId);
+      }
+      conn.queue = null;
+      return true;
+    },
+    get size() {
+      return connections.size;
+    },
+    all: () => connections.values(),
+    ofUser: (userId) => [...(byUser.get(userId) ?? [])],
+    ipCount: (ip) => byIp.get(ip) ?? 0,
+    userCount: (userId) => byUser.get(userId)?.size ?? 0,
+    send: deliver,
+    sendNow: write,
+    broadcast(data, exceptId) {
+      for (const conn of connections.values()) {
+        if (conn.id !== exceptId) deliver(conn, data);
+      }
+    },
+    release(conn) {
+      const queued = conn.queue;
+      conn.queue = null;
+      if (queued) for (const data of queued) write(conn, data);
+    },
+    close: closeWithGrace,
+    async closeAll(code, reason, graceMs) {
+      const open = [...connections.values()];
+      await Promise.all(
+        open.map(
+          (conn) =>
+            new Promise<void>((resolve) => {
+              const { ws } = conn;
+              if (ws.readyState === ws.CLOSED) return resolve();
+              const timer = setTimeout(() => {
+                ws.terminate();
+                resolve();
+              }, graceMs);
+              timer.unref();
+              ws.once('close', () => {
+                clearTimeout(timer);
+                resolve();
+              });
+              if (ws.readyState !== ws.CLOSING) {
+                try {
+                  ws.close(code, reason);
+                } catch {
+                  ws.terminate();
+                }
+              }
+            }),
+        ),
+      );
+    },
+    stop() {
+      clearInterval(ping);
+    },
+    stats: () => ({ slowConsumersClosed, deadPeersTerminated }),
+  };
+}

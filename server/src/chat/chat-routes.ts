@@ -1,0 +1,113 @@
+// Owns the chat feature's HTTP routes: GET /chat without an upgrade (426, documents the socket), history paging
+// and the administrator's purge of one user's messages.
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { authOf, requireAdmin, requireUser } from '../auth/guard.js';
+import { notFound } from '../http/errors.js';
+import type { ChatRepository, HistoryCursor } from './chat-repository.js';
+import { ChatLimits, ChatMessageSchema } from './protocol.js';
+
+const ErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+});
+
+const HistoryQuery = z.strictObject({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(ChatLimits.HISTORY_PAGE_MAX)
+    .default(ChatLimits.HISTORY_PAGE_DEFAULT)
+    .describe('Page size, 1–100 (default 50)'),
+  before: z
+    .union([z.guid(), z.iso.datetime({ offset: true })])
+    .optional()
+    .describe(
+      'Return messages strictly older than this: a message id (exact keyset on createdAt then sequence) or an ISO 8601 timestamp',
+    ),
+});
+
+export interface ChatRoutesDeps {
+  repo: ChatRepository;
+  onPurged(userId: string, deletedCount: number): void;
+}
+
+export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): void {
+  const { sessions } = app.ctx;
+  const r = app.withTypeProvider<ZodTypeProvider>();
+
+  r.get(
+    '/chat',
+    {
+      schema: {
+        tags: ['chat'],
+        summary: 'Chat WebSocket endpoint (upgrade only)',
+        description:
+          'Open with a WebSocket client: `Origin` must be allowlisted, the session cookie (if any) makes a member. ' +
+          'The protocol is described in docs/chat-protocol.md. A plain HTTP request gets 426.',
+        response: { 426: ErrorSchema },
+      },
+    },
+    async (_request, reply) =>
+      reply
+        .code(426)
+        .header('upgrade', 'websocket')
+        .send({ code: 'UPGRADE_REQUIRED', message: 'Connect to /chat with a WebSocket client' }),
+  );
+
+  r.get(
+    '/chat/history',
+    {
+      preHandler: requireUser(sessions),
+      schema: {
+        tags: ['chat'],
+        summary: 'Page older chat messages (oldest first)',
+        querystring: HistoryQuery,
+        response: {
+          200: z.object({ messages: z.array(ChatMessageSchema) }),
+          400: ErrorSchema,
+          401: ErrorSchema,
+          404: ErrorSchema,
+        },
+      },
+    },
+    async (request) => {
+      const { limit, before } = request.query;
+      if (before === undefined) return { messages: await deps.repo.recent(limit) };
+      const cursor: HistoryCursor = z.guid().safeParse(before).success
+        ? { kind: 'id', id: before }
+        : { kind: 'time', at: new Date(before) };
+      const messages = await deps.repo.before(cursor, limit);
+      if (!messages)
+        throw notFound('MESSAGE_NOT_FOUND', 'No message with this id; page with its createdAt instead');
+      return { messages };
+    },
+  );
+
+  r.delete(
+    '/admin/users/:id/messages',
+    {
+      preHandler: requireAdmin(sessions),
+      schema: {
+        tags: ['chat', 'admin'],
+        summary: 'Delete every chat message of a user and tell every client (messages_purged)',
+        params: z.strictObject({ id: z.string().min(1).max(255) }),
+        response: {
+          200: z.object({ deletedCount: z.number().int().min(0) }).meta({ example: { deletedCount: 12 } }),
+          400: ErrorSchema,
+          401: ErrorSchema,
+          403: ErrorSchema,
+        },
+      },
+    },
+    async (request) => {
+      authOf(request);
+      const deletedCount = await deps.repo.purgeUser(request.params.id);
+      if (deletedCount > 0) deps.onPurged(request.params.id, deletedCount);
+      return { deletedCount };
+    },
+  );
+}

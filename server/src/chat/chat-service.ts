@@ -1,0 +1,267 @@
+// Owns what happens to each client frame: validation, the member/owner/admin rules, throttling, storage and the
+// bus events that carry the result to every instance. Also keeps the per-instance cache of the history sent on
+// connect, so a reconnect storm costs one query instead of one per socket.
+import type { RawData } from 'ws';
+import type { Logger } from '../infra/logger.js';
+import type { Bus } from '../realtime/bus.js';
+import type { ChatConnection, ChatHub, ChatIdentity } from './chat-hub.js';
+import type { ChatRepository } from './chat-repository.js';
+import {
+  CHAT_BUS_TOPIC,
+  type ChatBusEvent,
+  ChatErrorCode,
+  ChatLimits,
+  type ClientMessage,
+  CloseCode,
+  encode,
+  normalizeMessageText,
+  parseClientFrame,
+} from './protocol.js';
+import type { MessageThrottle, TypingThrottle } from './throttle.js';
+
+export interface HistoryCache {
+  /** The encoded `message_history` event with the newest messages. */
+  get(): Promise<Buffer>;
+  /** Called for every message event seen on the bus. */
+  invalidate(): void;
+}
+
+export function createHistoryCache(repo: ChatRepository, ttlMs: number): HistoryCache {
+  let generation = 0;
+  let entry: { generation: number; at: number; promise: Promise<Buffer> } | undefined;
+  return {
+    get() {
+      const now = Date.now();
+      // The TTL bounds staleness when this instance missed bus events (degraded mode).
+      if (entry && entry.generation === generation && now - entry.at < ttlMs) return entry.promise;
+      const promise = repo
+        .recent(ChatLimits.HISTORY_ON_CONNECT)
+        .then((messages) => encode({ type: 'message_history', messages }));
+      const current = { generation, at: now, promise };
+      entry = current;
+      promise.catch(() => {
+        if (entry === current) entry = undefined;
+      });
+      return promise;
+    },
+    invalidate() {
+      generation++;
+    },
+  };
+}
+
+export interface ChatServiceDeps {
+  hub: ChatHub;
+  repo: ChatRepository;
+  bus: Bus;
+  throttle: MessageThrottle;
+  typing: TypingThrottle;
+  logger: Logger;
+}
+
+export interface ChatService {
+  onFrame(conn: ChatConnection, data: RawData, isBinary: boolean): void;
+  publish(event: ChatBusEvent): void;
+  /** Sends an `error` and counts it towards the abuse limit. */
+  fail(conn: ChatConnection, code: ChatErrorCode, message: string): void;
+}
+
+function frameText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data).toString('utf8');
+}
+
+export function createChatService(deps: ChatServiceDeps): ChatService {
+  const { hub, repo, bus, throttle, typing, logger } = deps;
+
+  const countAbuse = (conn: ChatConnection) => {
+    const now = Date.now();
+    if (now - conn.errorWindowStart > ChatLimits.ABUSE_WINDOW_MS) {
+      conn.errorWindowStart = now;
+      conn.errorCount = 0;
+    }
+    conn.errorCount++;
+    if (conn.errorCount > ChatLimits.ABUSE_MAX_ERRORS) {
+      logger.warn({ connectionId: conn.id, ip: conn.ip }, 'chat: closing abusive socket');
+      hub.close(conn, CloseCode.ABUSE, 'too many invalid frames');
+      return true;
+    }
+    return false;
+  };
+
+  const fail = (conn: ChatConnection, code: ChatErrorCode, message: string) => {
+    if (countAbuse(conn)) return;
+    hub.send(conn, encode({ type: 'error', code, message }));
+  };
+
+  const internal = (conn: ChatConnection, err: unknown, what: string) => {
+    logger.error({ err, connectionId: conn.id }, `chat: ${what} failed`);
+    hub.send(
+      conn,
+      encode({ type: 'error', code: ChatErrorCode.INTERNAL_ERROR, message: `Could not ${what}` }),
+    );
+  };
+
+  const publish = (event: ChatBusEvent) => {
+    bus.publish(CHAT_BUS_TOPIC, event).catch((err: unknown) => logger.error({ err }, 'chat: publish failed'));
+  };
+
+  /** The identity allowed to write, or null after telling the client why not. */
+  const writer = (conn: ChatConnection): ChatIdentity | null => {
+    const id = conn.identity;
+    if (!id) {
+      fail(conn, ChatErrorCode.UNAUTHORIZED, 'Guests are read-only: sign in to take part');
+      return null;
+    }
+    // The session was resolved at connect time; it is not re-read per message (bans and sign-outs arrive as
+    // user disconnections), but its expiry is known and cheap to enforce.
+    if (id.sessionExpiresAt <= Date.now()) {
+      hub.send(
+        conn,
+        encode({ type: 'error', code: ChatErrorCode.SESSION_EXPIRED, message: 'Session expired' }),
+      );
+      hub.close(conn, CloseCode.SESSION_ENDED, 'session expired');
+      return null;
+    }
+    if (!id.emailVerified) {
+      fail(conn, ChatErrorCode.EMAIL_NOT_VERIFIED, 'Verify your email address to take part');
+      return null;
+    }
+    return id;
+  };
+
+  const throttled = async (conn: ChatConnection, userId: string): Promise<boolean> => {
+    const result = await throttle.hit(userId);
+    if (result.ok) return false;
+    if (!countAbuse(conn)) {
+      hub.send(
+        conn,
+        encode({
+          type: 'throttled',
+          retryAfterMs: result.retryAfterMs,
+          limit: throttle.limit,
+          windowMs: throttle.windowMs,
+        }),
+      );
+    }
+    return true;
+  };
+
+  const handlers = {
+    async send_message(conn: ChatConnection, msg: Extract<ClientMessage, { type: 'send_message' }>) {
+      const id = writer(conn);
+      if (!id) return;
+      const text = normalizeMessageText(msg.message, id.isAdmin);
+      if (!text.ok) return fail(conn, text.code, text.message);
+      if (await throttled(conn, id.userId)) return;
+      try {
+        const { message, created } = await repo.insert({
+          userId: id.userId,
+          userName: id.name,
+          userAvatar: id.image,
+          message: text.text,
+          clientMessageId: msg.clientMessageId,
+        });
+        // A retried clientMessageId gets its stored message back, to the sender only.
+        if (created) publish({ type: 'new_message', message });
+        else hub.send(conn, encode({ type: 'new_message', message }));
+      } catch (err) {
+        internal(conn, err, 'store the message');
+      }
+    },
+
+    async edit_message(conn: ChatConnection, msg: Extract<ClientMessage, { type: 'edit_message' }>) {
+      const id = writer(conn);
+      if (!id) return;
+      const text = normalizeMessageText(msg.message, id.isAdmin);
+      if (!text.ok) return fail(conn, text.code, text.message);
+      if (await throttled(conn, id.userId)) return;
+      try {
+        const result = await repo.update(msg.messageId, text.text, {
+          userId: id.userId,
+          isAdmin: id.isAdmin,
+        });
+        if (result.ok) return publish({ type: 'message_updated', message: result.value });
+        if (result.reason === 'forbidden') {
+          return fail(
+            conn,
+            ChatErrorCode.FORBIDDEN,
+            'Only the author or an administrator can edit this message',
+          );
+        }
+        return fail(conn, ChatErrorCode.MESSAGE_NOT_FOUND, 'Message not found');
+      } catch (err) {
+        internal(conn, err, 'edit the message');
+      }
+    },
+
+    async delete_message(conn: ChatConnection, msg: Extract<ClientMessage, { type: 'delete_message' }>) {
+      const id = writer(conn);
+      if (!id) return;
+      try {
+        const result = await repo.remove(msg.messageId, { userId: id.userId, isAdmin: id.isAdmin });
+        if (result.ok) return publish({ type: 'message_deleted', messageId: result.value });
+        if (result.reason === 'forbidden') {
+          return fail(
+            conn,
+            ChatErrorCode.FORBIDDEN,
+            'Only the author or an administrator can delete this message',
+          );
+        }
+        return fail(conn, ChatErrorCode.MESSAGE_NOT_FOUND, 'Message not found');
+      } catch (err) {
+        internal(conn, err, 'delete the message');
+      }
+    },
+  };
+
+  const enqueue = (conn: ChatConnection, run: () => Promise<void>) => {
+    if (conn.pending >= ChatLimits.MAX_PENDING_REQUESTS) {
+      fail(conn, ChatErrorCode.TOO_MANY_REQUESTS, 'Too many requests in flight');
+      return;
+    }
+    conn.pending++;
+    conn.chain = conn.chain
+      .then(run)
+      .catch((err: unknown) => logger.error({ err, connectionId: conn.id }, 'chat: request failed'))
+      .finally(() => {
+        conn.pending--;
+      });
+  };
+
+  return {
+    fail,
+    publish,
+    onFrame(conn, data, isBinary) {
+      if (isBinary)
+        return fail(conn, ChatErrorCode.BINARY_NOT_SUPPORTED, 'Only text frames of JSON are accepted');
+      const parsed = parseClientFrame(frameText(data));
+      if (!parsed.ok) return fail(conn, parsed.code, parsed.message);
+      const msg = parsed.message;
+      switch (msg.type) {
+        case 'ping':
+          hub.send(conn, encode({ type: 'pong', timestamp: new Date().toISOString() }));
+          return;
+        case 'typing': {
+          const id = writer(conn);
+          if (!id || !typing.allow(id.userId, msg.isTyping)) return;
+          publish({
+            type: 'typing',
+            userId: id.userId,
+            userName: id.name,
+            isTyping: msg.isTyping,
+            exceptConnectionId: conn.id,
+          });
+          return;
+        }
+        case 'send_message':
+          return enqueue(conn, () => handlers.send_message(conn, msg));
+        case 'edit_message':
+          return enqueue(conn, () => handlers.edit_message(conn, msg));
+        case 'delete_message':
+          return enqueue(conn, () => handlers.delete_message(conn, msg));
+      }
+    },
+  };
+}
