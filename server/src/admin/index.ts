@@ -12,7 +12,7 @@ export function registerAdmin(app: FastifyInstance): void {
   app.withTypeProvider<ZodTypeProvider>().post(
     '/admin/notifications/send',
     {
-      preHandler: requireAdmin(sessions),
+      onRequest: requireAdmin(sessions),
       schema: {
         tags: ['admin'],
         security: [{ session: [] }],

@@ -108,6 +108,7 @@ export function createNotificationRepository(db: Db) {
       }
       const cond = sql.join(where, sql` and `);
       const offset = (q.page - 1) * q.limit;
+      // NB: `seq` is selected as text (int8 precision), so ORDER BY must name notification.seq explicitly.
       // Page and count run side by side on separate pool connections; both use the (user_id, created_at, id)
       // indexes (the partial one for unread), so neither walks more than the user's matching rows.
       const [rows, count] = await Promise.all([
@@ -205,7 +206,7 @@ export function createNotificationRepository(db: Db) {
     async after(userId: string, seq: number, limit: number): Promise<StoredNotification[]> {
       const rows = await exec<NotificationRow>(
         sql`select ${COLUMNS} from notification where user_id = ${userId} and seq > ${seq}
-            order by seq asc limit ${limit}`,
+            order by notification.seq asc limit ${limit}`,
       );
       return rows.map(toNotification);
     },

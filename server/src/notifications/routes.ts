@@ -32,13 +32,13 @@ export function registerNotificationRoutes(
   hub: StreamHub,
 ) {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const preHandler = requireUser(app.ctx.sessions);
+  const authenticate = requireUser(app.ctx.sessions);
   const { lifecycle, realtime } = app.ctx;
 
   r.get(
     '/notification/list',
     {
-      preHandler,
+      onRequest: authenticate,
       schema: {
         tags,
         security,
@@ -58,7 +58,7 @@ export function registerNotificationRoutes(
   r.get(
     '/notification/counts',
     {
-      preHandler,
+      onRequest: authenticate,
       schema: {
         tags,
         security,
@@ -72,7 +72,7 @@ export function registerNotificationRoutes(
   r.get(
     '/notification/unread-count',
     {
-      preHandler,
+      onRequest: authenticate,
       schema: {
         tags,
         security,
@@ -86,7 +86,7 @@ export function registerNotificationRoutes(
   r.patch(
     '/notification/mark-all-read',
     {
-      preHandler,
+      onRequest: authenticate,
       schema: {
         tags,
         security,
@@ -100,7 +100,7 @@ export function registerNotificationRoutes(
   r.patch(
     '/notification/:id/read',
     {
-      preHandler,
+      onRequest: authenticate,
       schema: {
         tags,
         security,
@@ -118,7 +118,7 @@ export function registerNotificationRoutes(
   r.delete(
     '/notification/delete-all',
     {
-      preHandler,
+      onRequest: authenticate,
       schema: {
         tags,
         security,
@@ -132,7 +132,7 @@ export function registerNotificationRoutes(
   r.delete(
     '/notification/:id',
     {
-      preHandler,
+      onRequest: authenticate,
       schema: {
         tags,
         security,
@@ -147,7 +147,7 @@ export function registerNotificationRoutes(
   r.get(
     '/notification/preferences',
     {
-      preHandler,
+      onRequest: authenticate,
       schema: {
         tags,
         security,
@@ -161,7 +161,7 @@ export function registerNotificationRoutes(
   r.patch(
     '/notification/preferences',
     {
-      preHandler,
+      onRequest: authenticate,
       schema: {
         tags,
         security,
@@ -182,7 +182,7 @@ export function registerNotificationRoutes(
   r.post(
     '/notification/heartbeat',
     {
-      preHandler,
+      onRequest: authenticate,
       schema: {
         tags,
         security,
@@ -202,12 +202,12 @@ export function registerNotificationRoutes(
   r.get(
     '/notification/stream',
     {
-      preHandler: async (request, reply) => {
+      onRequest: async (request, reply) => {
         // Refuse before authenticating: a draining instance should send clients elsewhere quickly.
         if (lifecycle.isShuttingDown()) {
           throw new AppError(503, 'UNAVAILABLE', 'The server is shutting down; reconnect shortly');
         }
-        await preHandler(request, reply);
+        await authenticate(request, reply);
       },
       schema: {
         tags,
