@@ -75,6 +75,46 @@ export function sanitizeInstanceId(raw: string): string {
   return cleaned.replace(/^-+|-+$/g, '') || `api-${randomUUID()}`;
 }
 
+/** Social providers better-auth ships; any other SOCIAL_PROVIDER id needs SOCIAL_ISSUER (generic OIDC). */
+export const BUILT_IN_SOCIAL_PROVIDERS: ReadonlySet<string> = new Set([
+  'apple',
+  'discord',
+  'facebook',
+  'github',
+  'gitlab',
+  'google',
+  'linkedin',
+  'microsoft',
+  'reddit',
+  'slack',
+  'spotify',
+  'twitch',
+  'twitter',
+]);
+
+function isTrustProxy(value: string): boolean {
+  if (['true', 'false'].includes(value) || /^\d+$/.test(value)) return true;
+  return value
+    .split(',')
+    .map((v) => v.trim())
+    .every((v) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(v) && (v.includes('.') || v.includes(':')));
+}
+
+/** Checks that need only the raw environment, so they are reported even when other variables are invalid. */
+function rawProblems(env: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  const has = (name: string) => (env[name] ?? '').trim() !== '';
+  if ((env.NODE_ENV ?? '').trim() === 'production') {
+    for (const name of ['DATABASE_URL', 'CACHE_URL', 'AUTH_SECRET', 'API_BASE_URL'] as const) {
+      if (!has(name)) problems.push(`${name}: required when NODE_ENV=production`);
+    }
+    if (!has('FE_BASE_URL') && !has('FRONTEND_URL')) {
+      problems.push('FE_BASE_URL: required when NODE_ENV=production (or its alias FRONTEND_URL)');
+    }
+  }
+  return problems;
+}
+
 export const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).optional().default('development'),
   PORT: int(3001, 0, 65535),
@@ -110,12 +150,19 @@ export const EnvSchema = z.object({
   SMTP_USER: optionalString,
   SMTP_PASS: optionalString,
   SMTP_FROM: optionalString.default('Herald <no-reply@localhost>'),
-  SOCIAL_PROVIDER: optionalString.default('oidc'),
+  SOCIAL_PROVIDER: optionalString
+    .default('oidc')
+    .refine((v) => /^[a-z][a-z0-9_-]{0,31}$/.test(v), {
+      message: 'SOCIAL_PROVIDER must be a lowercase provider id such as "oidc", "google" or "github"',
+    }),
   SOCIAL_ISSUER: httpUrl('SOCIAL_ISSUER'),
   SOCIAL_CLIENT_ID: optionalString,
   SOCIAL_CLIENT_SECRET: optionalString,
   ADMIN_EMAILS: list.transform((emails) => emails.map((e) => e.toLowerCase())),
-  TRUST_PROXY: optionalString,
+  TRUST_PROXY: optionalString.refine((v) => v === undefined || isTrustProxy(v), {
+    message:
+      'TRUST_PROXY must be true, false, a hop count, or a comma-separated list of proxy addresses/CIDRs',
+  }),
   ACTION_ALLOWED_DOMAINS: list.transform((hosts) => hosts.map((h) => h.toLowerCase())),
   BROADCAST_BATCH_SIZE: int(500, 1, 10_000),
   BODY_LIMIT_BYTES: int(64 * 1024, 1024, 10 * 1024 * 1024),
@@ -184,27 +231,20 @@ function developmentSecret(dataDir: string): string {
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`),
+    const missing = rawProblems(env).filter(
+      (p) => !parsed.error.issues.some((i) => p.startsWith(`${String(i.path[0])}:`)),
     );
   }
   const e = parsed.data;
-  const problems: string[] = [];
+    throw new ConfigError([
+      ...parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`),
+      ...missing,
+    ]);
+  const problems: string[] = rawProblems(env);
   const isProduction = e.NODE_ENV === 'production';
   const feBaseUrl = e.FE_BASE_URL ?? e.FRONTEND_URL;
   if (e.FE_BASE_URL && e.FRONTEND_URL && e.FE_BASE_URL !== e.FRONTEND_URL) {
     problems.push('FE_BASE_URL and FRONTEND_URL are both set and differ; set only one');
-  }
-  if (isProduction) {
-    for (const [name, value] of [
-      ['DATABASE_URL', e.DATABASE_URL],
-      ['CACHE_URL', e.CACHE_URL],
-      ['AUTH_SECRET', e.AUTH_SECRET],
-      ['API_BASE_URL', e.API_BASE_URL],
-      ['FE_BASE_URL', feBaseUrl],
-    ] as const) {
-      if (!value) problems.push(`${name}: required when NODE_ENV=production`);
-    }
   }
   if (e.COOKIE_SAME_SITE === 'none' && e.API_BASE_URL && !e.API_BASE_URL.startsWith('https:')) {
     problems.push(
@@ -214,8 +254,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if ((e.SOCIAL_CLIENT_ID === undefined) !== (e.SOCIAL_CLIENT_SECRET === undefined)) {
     problems.push('SOCIAL_CLIENT_ID and SOCIAL_CLIENT_SECRET must be set together');
   }
-  if (e.SOCIAL_CLIENT_ID && e.SOCIAL_PROVIDER === 'oidc' && !e.SOCIAL_ISSUER) {
-    problems.push('SOCIAL_ISSUER: required for the generic "oidc" social provider');
+  if (e.SOCIAL_CLIENT_ID && !BUILT_IN_SOCIAL_PROVIDERS.has(e.SOCIAL_PROVIDER) && !e.SOCIAL_ISSUER) {
+    problems.push(
+      `SOCIAL_ISSUER: required for the generic OpenID Connect provider "${e.SOCIAL_PROVIDER}" (well-known providers: ${[...BUILT_IN_SOCIAL_PROVIDERS].join(', ')})`,
+    );
   }
   if (problems.length > 0) throw new ConfigError(problems);
 

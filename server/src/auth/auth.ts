@@ -6,7 +6,7 @@ import { type BetterAuthPlugin, betterAuth } from 'better-auth';
 import { createAuthMiddleware } from 'better-auth/api';
 import { admin, genericOAuth, magicLink, username } from 'better-auth/plugins';
 import { sql } from 'drizzle-orm';
-import type { Config } from '../config.js';
+import { BUILT_IN_SOCIAL_PROVIDERS, type Config } from '../config.js';
 import type { Store } from '../infra/cache.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
@@ -56,22 +56,6 @@ export const SESSION_UPDATE_AGE_S = 24 * 60 * 60;
 /** Prefix of better-auth's keys inside the store (the store adds the deployment prefix). */
 export const AUTH_STORE_PREFIX = 'auth:';
 
-/** Provider ids better-auth ships a social provider for; anything else is treated as a generic OIDC provider id. */
-const BUILT_IN_SOCIAL = new Set([
-  'apple',
-  'discord',
-  'facebook',
-  'github',
-  'gitlab',
-  'google',
-  'linkedin',
-  'microsoft',
-  'reddit',
-  'slack',
-  'spotify',
-  'twitch',
-  'twitter',
-]);
 
 export interface AuthDeps {
   config: Config;
@@ -126,7 +110,7 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
   let socialProviders: Record<string, { clientId: string; clientSecret: string }> = {};
   if (config.SOCIAL_CLIENT_ID && config.SOCIAL_CLIENT_SECRET) {
     const provider = config.SOCIAL_PROVIDER;
-    if (BUILT_IN_SOCIAL.has(provider) && !config.SOCIAL_ISSUER) {
+    if (BUILT_IN_SOCIAL_PROVIDERS.has(provider) && !config.SOCIAL_ISSUER) {
       socialProviders = {
         [provider]: { clientId: config.SOCIAL_CLIENT_ID, clientSecret: config.SOCIAL_CLIENT_SECRET },
       };
