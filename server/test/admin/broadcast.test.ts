@@ -1,0 +1,204 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../src/app.js';
+import { rowsOf } from '../../src/infra/db.js';
+import { user as userTable } from '../../src/infra/schema/index.js';
+import { NOTIFICATION_EVENTS_TOPIC, type NotificationBusMessage } from '../../src/notifications/events.js';
+import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
+import { openStream } from '../notifications/sse-client.js';
+
+const body = (target: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  target,
+  notification: { type: 'announcement', title: 'Hello all', content: 'Broadcast body', ...extra },
+});
+
+describe('admin broadcast', () => {
+  let env: TestEnv;
+  let app: App;
+  let admin: TestUser;
+  let users: TestUser[];
+
+  const post = (payload: unknown, cookie?: string, headers: Record<string, string> = {}) =>
+    app.inject({
+      method: 'POST',
+      url: '/admin/notifications/send',
+      headers: { ...jsonHeaders(cookie), ...headers },
+      payload: payload as Record<string, unknown>,
+    });
+  const countFor = async (title: string) =>
+    Number(
+      rowsOf<{ n: number }>(
+        await app.ctx.database.db.execute(
+          sql`select count(*)::int as n from notification where title = ${title}`,
+        ),
+      )[0]?.n,
+    );
+
+  beforeAll(async () => {
+    env = await createTestEnv({ BROADCAST_BATCH_SIZE: '3', PRESENCE_DEBOUNCE_MS: '0' });
+    app = await env.app();
+    admin = await createAdmin(app, env.smtp);
+    users = [];
+    for (let i = 0; i < 6; i++) users.push(await createVerifiedUser(app, env.smtp));
+  });
+  afterAll(() => env.close());
+
+  it('requires an admin session', async () => {
+    expect((await post(body({ scope: 'all' }))).statusCode).toBe(401);
+    const res = await post(body({ scope: 'all' }), users[0]?.cookie);
+    expect(res.statusCode).toBe(403);
+    expect(res.json().code).toBe('FORBIDDEN');
+  });
+
+  it('rejects invalid bodies with 400', async () => {
+    const cases: unknown[] = [
+      {},
+      body({ scope: 'everyone' }),
+      body({ scope: 'users', identifiers: [] }),
+      body({ scope: 'users', identifiers: Array.from({ length: 10_001 }, (_, i) => `u${i}`) }),
+      body({ scope: 'user' }),
+      body({ scope: 'all', extra: 1 }),
+      body({ scope: 'all' }, { type: 'spam' }),
+      body({ scope: 'all' }, { title: '' }),
+      body({ scope: 'all' }, { content: 'x'.repeat(5001) }),
+      body({ scope: 'all' }, { deliveryOptions: { strategies: ['sms'] } }),
+      body({ scope: 'all' }, { unknown: true }),
+      { ...body({ scope: 'all' }), more: 1 },
+    ];
+    for (const c of cases) {
+      const res = await post(c, admin.cookie);
+      expect(res.statusCode, JSON.stringify(c).slice(0, 120)).toBe(400);
+    }
+    for (const url of ['javascript:alert(1)', '//evil.example/x', 'https://evil.example/']) {
+      const res = await post(
+        body({ scope: 'all' }, { metadata: { actions: [{ actionId: 'a', type: 'link', label: 'x', url }] } }),
+        admin.cookie,
+      );
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json().code).toBe('ACTION_URL_NOT_ALLOWED');
+    }
+  });
+
+  it('accepts 10,000 identifiers in one request', async () => {
+    const identifiers = Array.from({ length: 10_000 }, (_, i) => `missing-${i}@example.test`);
+    const res = await post(body({ scope: 'users', identifiers }), admin.cookie);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().failures).toHaveLength(10_000);
+    expect(res.json().targetCount).toBe(0);
+  });
+
+  it('targets one user by case-insensitive email, and reports unknown identifiers', async () => {
+    const u = users[0] as TestUser;
+    const res = await post(
+      body({ scope: 'user', identifier: u.email.toUpperCase() }, { title: 'one' }),
+      admin.cookie,
+    );
+    expect(res.json()).toEqual({ targetCount: 1, createdCount: 1, skippedCount: 0, failures: [] });
+    const list = await app.inject({
+      method: 'GET',
+      url: '/notification/list',
+      headers: { cookie: u.cookie },
+    });
+    expect(list.json().notifications[0]).toMatchObject({ title: 'one', type: 'announcement', read: false });
+    const missing = await post(body({ scope: 'user', identifier: 'ghost@example.test' }), admin.cookie);
+    expect(missing.json()).toEqual({
+      targetCount: 0,
+      createdCount: 0,
+      skippedCount: 0,
+      failures: [{ identifier: 'ghost@example.test', reason: 'NOT_FOUND' }],
+    });
+  });
+
+  it('targets users by ids and emails, skipping banned and listing unknown', async () => {
+    const [a, b, c] = users as [TestUser, TestUser, TestUser];
+    await app.ctx.database.db.execute(sql`update "user" set banned = true where id = ${c.id}`);
+    try {
+      const res = await post(
+        body(
+          {
+            scope: 'users',
+            identifiers: [a.id, a.email, b.email.toUpperCase(), c.id, 'nobody', 'no@where.test'],
+          },
+          { title: 'several' },
+        ),
+        admin.cookie,
+      );
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({
+        targetCount: 3,
+        createdCount: 2,
+        skippedCount: 1,
+        failures: [
+          { identifier: 'nobody', reason: 'NOT_FOUND' },
+          { identifier: 'no@where.test', reason: 'NOT_FOUND' },
+        ],
+      });
+      expect(await countFor('several')).toBe(2);
+    } finally {
+      await app.ctx.database.db.execute(sql`update "user" set banned = false where id = ${c.id}`);
+    }
+  });
+
+  it('sends to all users in batches: banned skipped, one bus message per batch, live on open streams', async () => {
+    const banned = users[5] as TestUser;
+    await app.ctx.database.db.update(userTable).set({ banned: true }).where(sql`id = ${banned.id}`);
+    const stream = await openStream(await app.listen({ port: 0, host: '127.0.0.1' }), users[1]?.cookie);
+    await stream.waitFor((e) => e.event === 'connected');
+    const messages: NotificationBusMessage[] = [];
+    const off = app.ctx.realtime.bus.subscribe<NotificationBusMessage>(NOTIFICATION_EVENTS_TOPIC, (m) =>
+      messages.push(m),
+    );
+    try {
+      const total = Number(
+        rowsOf<{ n: number }>(
+          await app.ctx.database.db.execute(sql`select count(*)::int as n from "user"`),
+        )[0]?.n,
+      );
+      const res = await post(
+        body({ scope: 'all' }, { title: 'to everyone', deliveryOptions: { strategies: ['sse'] } }),
+        admin.cookie,
+      );
+      expect(res.json()).toEqual({
+        targetCount: total,
+        createdCount: total - 1,
+        skippedCount: 1,
+        failures: [],
+      });
+      expect(await countFor('to everyone')).toBe(total - 1);
+      const batches = messages.filter((m) => m.kind === 'batch');
+      // 8 users (admin + 6 + none else) in pages of 3 → at most 3 batches, never one message per user
+      expect(batches.length).toBe(Math.ceil(total / 3));
+      expect(batches.every((m) => m.kind === 'batch' && m.items.length <= 3)).toBe(true);
+      expect(batches.flatMap((m) => (m.kind === 'batch' ? m.items.map((i) => i.userId) : []))).not.toContain(
+        banned.id,
+      );
+      const ev = await stream.waitFor((e) => e.event === 'new_notification');
+      expect((ev.data.notification as { title: string }).title).toBe('to everyone');
+    } finally {
+      off();
+      stream.close();
+      await app.ctx.database.db.update(userTable).set({ banned: false }).where(sql`id = ${banned.id}`);
+    }
+  });
+
+  it('Idempotency-Key: same body returns the first result without sending again; other body is 409', async () => {
+    const payload = body({ scope: 'users', identifiers: [users[2]?.id, users[3]?.id] }, { title: 'idem' });
+    const key = { 'idempotency-key': 'send-42' };
+    const first = await post(payload, admin.cookie, key);
+    expect(first.json()).toEqual({ targetCount: 2, createdCount: 2, skippedCount: 0, failures: [] });
+    const again = await Promise.all([post(payload, admin.cookie, key), post(payload, admin.cookie, key)]);
+    for (const r of again) expect(r.json()).toEqual(first.json());
+    expect(await countFor('idem')).toBe(2);
+    const other = await post(
+      { ...payload, notification: { ...payload.notification, title: 'idem 2' } },
+      admin.cookie,
+      key,
+    );
+    expect(other.statusCode).toBe(409);
+    expect(await countFor('idem 2')).toBe(0);
+    // without the header, the same body sends again
+    await post(payload, admin.cookie);
+    expect(await countFor('idem')).toBe(4);
+  });
+});

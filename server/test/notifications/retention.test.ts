@@ -1,0 +1,108 @@
+import { sql } from 'drizzle-orm';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../src/app.js';
+import { rowsOf } from '../../src/infra/db.js';
+import { runRetention } from '../../src/notifications/index.js';
+import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { createVerifiedUser } from '../helpers/users.js';
+import { dbUnread, seed } from './seed.js';
+
+const DAY = 24 * 60 * 60 * 1000;
+
+describe('notification retention', () => {
+  let env: TestEnv;
+  let app: App;
+
+  beforeAll(async () => {
+    env = await createTestEnv({ RETENTION_MAX_PER_USER: '5', RETENTION_MAX_AGE_DAYS: '90' });
+    app = await env.app();
+  });
+  afterAll(() => env.close());
+
+  const idsOf = async (userId: string) =>
+    rowsOf<{ id: string }>(
+      await app.ctx.database.db.execute(
+        sql`select id from notification where user_id = ${userId} order by id`,
+      ),
+    ).map((r) => r.id);
+
+  it('deletes exactly the rows older than the age limit and beyond the newest N per user', async () => {
+    const [a, b, c] = await Promise.all([
+      createVerifiedUser(app, env.smtp),
+      createVerifiedUser(app, env.smtp),
+      createVerifiedUser(app, env.smtp),
+    ]);
+    const now = Date.now();
+    const aOld = await seed(app, a.id, [
+      { createdAt: new Date(now - 91 * DAY) },
+      { createdAt: new Date(now - 200 * DAY) },
+      { createdAt: new Date(now - 365 * DAY), read: true },
+    ]);
+    const aKeep = await seed(app, a.id, [
+      { createdAt: new Date(now - 89 * DAY) },
+      { createdAt: new Date(now - 1 * DAY) },
+      { createdAt: new Date(now - 1000) },
+    ]);
+    // b: 8 recent rows, two sharing a timestamp at the cut, so ties are broken by id like the list order
+    const tie = new Date(now - 5 * DAY);
+    const bRows = await seed(app, b.id, [
+      { createdAt: new Date(now - 1 * DAY) },
+      { createdAt: new Date(now - 2 * DAY) },
+      { createdAt: new Date(now - 3 * DAY) },
+      { createdAt: new Date(now - 4 * DAY) },
+      { createdAt: tie },
+      { createdAt: tie },
+      { createdAt: new Date(now - 6 * DAY) },
+      { createdAt: new Date(now - 7 * DAY) },
+    ]);
+    const [tieHigh, tieLow] = [bRows[4], bRows[5]].sort().reverse() as [string, string];
+    const cRows = await seed(
+      app,
+      c.id,
+      Array.from({ length: 5 }, (_, i) => ({ createdAt: new Date(now - i * DAY) })),
+    );
+
+    // cache a's unread count before the run
+    const before = await app.inject({
+      method: 'GET',
+      url: '/notification/unread-count',
+      headers: { cookie: a.cookie },
+    });
+    expect(before.json().unreadCount).toBe(5);
+
+    const result = await runRetention(app.ctx);
+    expect(result).toMatchObject({ ran: true, expiredDeleted: 3, overflowDeleted: 3 });
+    expect(await idsOf(a.id)).toEqual([...aKeep].sort());
+    expect(aOld.every((id) => id)).toBe(true);
+    const bExpected = [bRows[0], bRows[1], bRows[2], bRows[3], tieHigh].map(String).sort();
+    expect(await idsOf(b.id)).toEqual(bExpected);
+    expect(await idsOf(b.id)).not.toContain(tieLow);
+    expect(await idsOf(c.id)).toEqual([...cRows].sort());
+
+    // cached unread counts were invalidated
+    const after = await app.inject({
+      method: 'GET',
+      url: '/notification/unread-count',
+      headers: { cookie: a.cookie },
+    });
+    expect(after.json().unreadCount).toBe(await dbUnread(app, a.id));
+    expect(after.json().unreadCount).toBe(3);
+
+    // a second run finds nothing more
+    expect(await runRetention(app.ctx)).toMatchObject({ ran: true, expiredDeleted: 0, overflowDeleted: 0 });
+  });
+
+  it('runs on one instance at a time (advisory lock)', async () => {
+    const client = new pg.Client({ connectionString: env.db.url });
+    await client.connect();
+    try {
+      await client.query('select pg_advisory_lock(727001043)');
+      expect((await runRetention(app.ctx)).ran).toBe(false);
+      await client.query('select pg_advisory_unlock(727001043)');
+      expect((await runRetention(app.ctx)).ran).toBe(true);
+    } finally {
+      await client.end();
+    }
+  });
+});
