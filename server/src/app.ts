@@ -101,10 +101,22 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       isProduction: config.isProduction,
       logger,
     });
-  const lifecycle = createLifecycle();
+  const lifecycle = createLifecycle({
+    logger,
+    timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+    drainMs: config.SHUTDOWN_DRAIN_MS,
+  });
 
   // realtime
-  const realtime = createRealtime({ config, store, logger });
+  const realtime = createRealtime({ config, store, logger, lifecycle });
+  await realtime.start();
+  // Phases up to close-connections run while the server still answers (health says 503); the rest once
+  // Fastify has stopped the HTTP server. Added before the features so this preClose hook runs first.
+  const onStepError = (name: string, err: unknown) =>
+    logger.error({ step: name, err }, 'shutdown step failed');
+  app.addHook('preClose', async () => {
+    await lifecycle.runThrough('close-connections', onStepError);
+  });
 
   // auth
   const auth = createAuth({ config, db: database.db, store, mailer, logger, realtime });
@@ -153,7 +165,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   lifecycle.onShutdown('close-pools', 'store', () => store.close());
   lifecycle.onShutdown('close-pools', 'database', () => database.close());
   app.addHook('onClose', async () => {
-    await lifecycle.shutdown((name, err) => logger.error({ step: name, err }, 'shutdown step failed'));
+    await lifecycle.shutdown(onStepError);
   });
 
   await app.ready();

@@ -177,6 +177,8 @@ export const EnvSchema = z.object({
   SSE_KEEPALIVE_MS: int(15_000, 50),
   WS_PING_INTERVAL_MS: int(30_000, 50),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 100),
+  // Pause after health turns 503 on shutdown so load balancers stop routing before connections close.
+  SHUTDOWN_DRAIN_MS: int(0, 0, 60_000),
   BUS_MAX_PAYLOAD_BYTES: int(256 * 1024, 1024),
   CHAT_THROTTLE_LIMIT: int(5, 1),
   CHAT_THROTTLE_WINDOW_MS: int(10_000, 100),

@@ -1,4 +1,6 @@
-// Process entry only: config → buildApp → listen → signal handling.
+// Process entry only: config → buildApp → listen → signal handling. On SIGTERM/SIGINT health turns 503 at once
+// and app.close() runs the shutdown phases in order (see ops/lifecycle.ts), bounded by SHUTDOWN_TIMEOUT_MS;
+// exit code 0 when the sequence finished, 1 when it timed out, failed or a second signal forced the exit.
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 
@@ -23,14 +25,19 @@ async function main(): Promise<void> {
       app.log.warn({ signal }, 'second signal: forcing exit');
       process.exit(1);
     }
-    app.log.info({ signal }, 'shutting down');
+    // Health answers 503 from this moment, before any connection is touched.
+    app.ctx.lifecycle.beginShutdown();
+    app.log.info({ signal, timeoutMs: config.SHUTDOWN_TIMEOUT_MS }, 'shutting down');
     const timer = setTimeout(() => {
       app.log.error('shutdown timed out: forcing exit');
       process.exit(1);
     }, config.SHUTDOWN_TIMEOUT_MS);
     timer.unref();
     app.close().then(
-      () => process.exit(0),
+      () => {
+        app.log.info('exiting');
+        process.exit(0);
+      },
       (err: unknown) => {
         app.log.error({ err }, 'shutdown failed');
         process.exit(1);

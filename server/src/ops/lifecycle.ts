@@ -1,4 +1,9 @@
-// Owns the ordered shutdown sequence. Features register steps in a phase; phases run in contract order.
+// Owns the ordered shutdown sequence. Features register steps in a phase; phases run in contract order, each
+// logged, the whole bounded by a deadline so a stuck step cannot keep the pools open. Fastify's close runs the
+// phases up to close-connections in a preClose hook (the server still answers, /health says 503) and the rest
+// in an onClose hook, after the HTTP server stopped (see app.ts).
+import type { Logger } from '../infra/logger.js';
+
 export const SHUTDOWN_PHASES = [
   'stop-accepting', // health turns 503, no new streams/sockets
   'notify-clients', // WebSocket close 1001, SSE `error` event
@@ -11,39 +16,101 @@ export type ShutdownPhase = (typeof SHUTDOWN_PHASES)[number];
 
 type Step = { name: string; run: () => Promise<void> | void };
 
-export interface Lifecycle {
-  isShuttingDown(): boolean;
-  onShutdown(phase: ShutdownPhase, name: string, run: Step['run']): void;
-  /** Runs every phase in order; a failing step is reported and does not stop the sequence. */
-  shutdown(onStepError?: (name: string, err: unknown) => void): Promise<void>;
+export interface LifecycleOptions {
+  logger?: Logger;
+  /** Bound on the whole sequence; a phase still running when its share is spent is abandoned (logged). */
+  timeoutMs?: number;
+  /** Pause after stop-accepting so load balancers see the 503 before connections are closed. */
+  drainMs?: number;
 }
 
-export function createLifecycle(): Lifecycle {
+export interface Lifecycle {
+  isShuttingDown(): boolean;
+  /** Flips isShuttingDown (health answers 503 from now on) without running any phase yet. */
+  beginShutdown(): void;
+  onShutdown(phase: ShutdownPhase, name: string, run: Step['run']): void;
+  /** Runs the phases not yet run, up to and including `phase`. */
+  runThrough(phase: ShutdownPhase, onStepError?: (name: string, err: unknown) => void): Promise<void>;
+  /** Runs every remaining phase in order; a failing step is reported and does not stop the sequence. */
+  shutdown(onStepError?: (name: string, err: unknown) => void): Promise<void>;
+  /** Phases completed so far, in order (for tests and diagnostics). */
+  completedPhases(): ShutdownPhase[];
+}
+
+const MIN_PHASE_BUDGET_MS = 250;
+
+export function createLifecycle(options: LifecycleOptions = {}): Lifecycle {
   const steps = new Map<ShutdownPhase, Step[]>(SHUTDOWN_PHASES.map((p) => [p, []]));
+  const completed: ShutdownPhase[] = [];
+  const timeoutMs = options.timeoutMs ?? 10_000;
   let shuttingDown = false;
-  let running: Promise<void> | undefined;
-  return {
+  let deadline = 0;
+  let next = 0;
+  let chain: Promise<void> = Promise.resolve();
+
+  const begin = () => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    deadline = Date.now() + timeoutMs;
+  };
+
+  const runPhase = async (phase: ShutdownPhase, onStepError?: (name: string, err: unknown) => void) => {
+    const started = Date.now();
+    options.logger?.info({ phase }, `shutdown phase ${phase}`);
+    // Steps within a phase are independent; run them together.
+    const all = Promise.all(
+      (steps.get(phase) ?? []).map(async (step) => {
+        try {
+          await step.run();
+        } catch (err) {
+          onStepError?.(step.name, err);
+        }
+      }),
+    );
+    if (phase === 'stop-accepting' && options.drainMs) {
+      await new Promise((resolve) => setTimeout(resolve, options.drainMs));
+    }
+    const budget = Math.max(MIN_PHASE_BUDGET_MS, deadline - Date.now());
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      all.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), budget);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) options.logger?.error({ phase, budgetMs: budget }, 'shutdown phase timed out; moving on');
+    completed.push(phase);
+    options.logger?.debug({ phase, ms: Date.now() - started }, 'shutdown phase done');
+  };
+
+  const lifecycle: Lifecycle = {
     isShuttingDown: () => shuttingDown,
+    beginShutdown: begin,
     onShutdown(phase, name, run) {
       steps.get(phase)?.push({ name, run });
     },
-    shutdown(onStepError) {
-      shuttingDown = true;
-      running ??= (async () => {
-        for (const phase of SHUTDOWN_PHASES) {
-          // Steps within a phase are independent; run them together.
-          await Promise.all(
-            (steps.get(phase) ?? []).map(async (step) => {
-              try {
-                await step.run();
-              } catch (err) {
-                onStepError?.(step.name, err);
-              }
-            }),
-          );
+    runThrough(phase, onStepError) {
+      begin();
+      const last = SHUTDOWN_PHASES.indexOf(phase);
+      chain = chain.then(async () => {
+        while (next <= last) {
+          const current = SHUTDOWN_PHASES[next] as ShutdownPhase;
+          next++;
+          await runPhase(current, onStepError);
         }
-      })();
-      return running;
+      });
+      return chain;
     },
+    async shutdown(onStepError) {
+      await lifecycle.runThrough('close-pools', onStepError);
+      if (completed.length === SHUTDOWN_PHASES.length && !completedLogged) {
+        completedLogged = true;
+        options.logger?.info('shutdown complete');
+      }
+    },
+    completedPhases: () => [...completed],
   };
+  let completedLogged = false;
+  return lifecycle;
 }

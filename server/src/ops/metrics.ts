@@ -1,4 +1,285 @@
-// Owns GET /metrics (JSON and Prometheus). Owned by the real-time core issue.
-import type { FastifyInstance } from 'fastify';
+// Owns GET /metrics: the contract's JSON report (CONTRACT §8) and the same figures in Prometheus text format.
+// Access: `Authorization: Bearer <METRICS_API_KEY>` (compared in constant time) or an admin session. No
+// credentials → 401; a wrong key or a non-admin session → 403; with no key configured only admins pass.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { AppContext } from '../app.js';
+import { forbidden, unauthorized } from '../http/errors.js';
+import { registerRealtimeTestRoutes } from '../realtime/test-routes.js';
+import type { InstanceRecord } from '../realtime/types.js';
 
-export function registerMetrics(_app: FastifyInstance): void {}
+const InstanceSchema = z.object({
+  instanceId: z.string(),
+  startedAt: z.number().describe('epoch ms'),
+  lastHeartbeat: z.number().describe('epoch ms'),
+  connectedClients: z.number().int(),
+});
+
+export const MetricsSchema = z
+  .object({
+    timestamp: z.number().describe('epoch ms when the report was made'),
+    instanceId: z.string(),
+    distributedMode: z.boolean(),
+    pubsub: z.object({
+      messagesPublished: z.number().int(),
+      messagesReceived: z.number().int(),
+      publishFailures: z.number().int(),
+      averageLatencyMs: z.number(),
+      maxLatencyMs: z.number(),
+      isDegraded: z.boolean(),
+      uptime: z.number().describe('seconds since this instance started'),
+    }),
+    chat: z.object({ connectedClients: z.number().int() }),
+    cluster: z.object({ activeInstances: z.number().int(), instances: z.array(InstanceSchema) }),
+    bus: z
+      .object({
+        malformedDropped: z.number().int(),
+        duplicatesDropped: z.number().int(),
+        echoesSkipped: z.number().int(),
+        degradedTransitions: z.number().int(),
+      })
+      .describe('extra detail beyond the contract'),
+  })
+  .meta({
+    example: {
+      timestamp: 1_767_000_000_000,
+      instanceId: 'api-1',
+      distributedMode: true,
+      pubsub: {
+        messagesPublished: 1200,
+        messagesReceived: 2380,
+        publishFailures: 0,
+        averageLatencyMs: 0.8,
+        maxLatencyMs: 12,
+        isDegraded: false,
+        uptime: 3600,
+      },
+      chat: { connectedClients: 42 },
+      cluster: {
+        activeInstances: 2,
+        instances: [
+          {
+            instanceId: 'api-1',
+            startedAt: 1_766_996_400_000,
+            lastHeartbeat: 1_766_999_995_000,
+            connectedClients: 42,
+          },
+          {
+            instanceId: 'api-2',
+            startedAt: 1_766_996_400_000,
+            lastHeartbeat: 1_766_999_998_000,
+            connectedClients: 37,
+          },
+        ],
+      },
+      bus: { malformedDropped: 0, duplicatesDropped: 0, echoesSkipped: 1200, degradedTransitions: 0 },
+    },
+  });
+
+export type MetricsReport = z.infer<typeof MetricsSchema>;
+
+const ErrorSchema = z.object({ code: z.string(), message: z.string() });
+
+/** Hashing both sides first makes the comparison constant-time whatever the lengths. */
+function sameSecret(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+async function authorize(ctx: AppContext, request: FastifyRequest): Promise<void> {
+  const header = request.headers.authorization;
+  const key = ctx.config.METRICS_API_KEY;
+  if (header !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (key && match?.[1] && sameSecret(match[1], key)) return;
+  }
+  const session = await ctx.sessions.fromHeaders(request.headers);
+  if (session?.user.role === 'admin') return;
+  if (header !== undefined || session) {
+    throw forbidden(session && header === undefined ? 'Administrator role required' : 'Invalid metrics key');
+  }
+  throw unauthorized();
+}
+
+export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
+  const { realtime, config } = ctx;
+  const stats = realtime.bus.stats();
+  const now = Date.now();
+  const startedAt = realtime.startedAt ?? now - Math.round(process.uptime() * 1000);
+  const localClients = realtime.presence.localChatConnections();
+  const instances: InstanceRecord[] = realtime.instances
+    ? await realtime.instances()
+    : [{ instanceId: config.INSTANCE_ID, startedAt, lastHeartbeat: now, connectedClients: localClients }];
+  return {
+    timestamp: now,
+    instanceId: config.INSTANCE_ID,
+    distributedMode: realtime.distributed ?? config.distributed,
+    pubsub: {
+      messagesPublished: stats.messagesPublished,
+      messagesReceived: stats.messagesReceived,
+      publishFailures: stats.publishFailures,
+      averageLatencyMs: stats.averageLatencyMs,
+      maxLatencyMs: stats.maxLatencyMs,
+      isDegraded: realtime.bus.isDegraded(),
+      uptime: Math.round((now - startedAt) / 100) / 10,
+    },
+    chat: { connectedClients: localClients },
+    cluster: { activeInstances: instances.length, instances },
+    bus: {
+      malformedDropped: stats.malformedDropped,
+      duplicatesDropped: stats.duplicatesDropped,
+      echoesSkipped: stats.echoesSkipped,
+      degradedTransitions: stats.degradedTransitions,
+    },
+  };
+}
+
+function escapeLabel(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+/** Prometheus text exposition format 0.0.4. */
+export function toPrometheus(report: MetricsReport, latencySumMs: number, latencyCount: number): string {
+  const lines: string[] = [];
+  const self = `instance="${escapeLabel(report.instanceId)}"`;
+  const metric = (name: string, type: 'counter' | 'gauge', help: string, value: number | boolean) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name}{${self}} ${Number(value)}`);
+  };
+  metric(
+    'herald_distributed_mode',
+    'gauge',
+    '1 when the instance runs with the shared store.',
+    report.distributedMode,
+  );
+  metric('herald_uptime_seconds', 'gauge', 'Seconds since the instance started.', report.pubsub.uptime);
+  metric(
+    'herald_pubsub_messages_published_total',
+    'counter',
+    'Bus messages published.',
+    report.pubsub.messagesPublished,
+  );
+  metric(
+    'herald_pubsub_messages_received_total',
+    'counter',
+    'Bus messages received from other instances.',
+    report.pubsub.messagesReceived,
+  );
+  metric(
+    'herald_pubsub_publish_failures_total',
+    'counter',
+    'Bus publishes that did not reach the store.',
+    report.pubsub.publishFailures,
+  );
+  metric(
+    'herald_pubsub_malformed_dropped_total',
+    'counter',
+    'Invalid bus messages dropped.',
+    report.bus.malformedDropped,
+  );
+  metric(
+    'herald_pubsub_duplicates_dropped_total',
+    'counter',
+    'Duplicate bus messages dropped.',
+    report.bus.duplicatesDropped,
+  );
+  metric(
+    'herald_pubsub_degraded_transitions_total',
+    'counter',
+    'Times the bus entered degraded mode.',
+    report.bus.degradedTransitions,
+  );
+  metric('herald_pubsub_latency_ms_sum', 'counter', 'Sum of bus delivery latencies (ms).', latencySumMs);
+  metric('herald_pubsub_latency_ms_count', 'counter', 'Number of latency samples.', latencyCount);
+  metric(
+    'herald_pubsub_average_latency_ms',
+    'gauge',
+    'Average bus delivery latency (ms).',
+    report.pubsub.averageLatencyMs,
+  );
+  metric(
+    'herald_pubsub_max_latency_ms',
+    'gauge',
+    'Largest bus delivery latency seen (ms).',
+    report.pubsub.maxLatencyMs,
+  );
+  metric(
+    'herald_pubsub_degraded',
+    'gauge',
+    '1 while the store is unreachable (local-only delivery).',
+    report.pubsub.isDegraded,
+  );
+  metric(
+    'herald_chat_connected_clients',
+    'gauge',
+    'Chat sockets open on this instance.',
+    report.chat.connectedClients,
+  );
+  metric(
+    'herald_cluster_active_instances',
+    'gauge',
+    'Live instances in the cluster registry.',
+    report.cluster.activeInstances,
+  );
+  const perInstance = (name: string, help: string, pick: (r: InstanceRecord) => number) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+    for (const r of report.cluster.instances) {
+      lines.push(`${name}{${self},member="${escapeLabel(r.instanceId)}"} ${pick(r)}`);
+    }
+  };
+  perInstance(
+    'herald_cluster_instance_connected_clients',
+    'Chat sockets per live instance.',
+    (r) => r.connectedClients,
+  );
+  perInstance(
+    'herald_cluster_instance_last_heartbeat_ms',
+    'Last heartbeat per live instance (epoch ms).',
+    (r) => r.lastHeartbeat,
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+function wantsPrometheus(request: FastifyRequest, format: string | undefined): boolean {
+  if (format) return format === 'prometheus';
+  const accept = request.headers.accept ?? '';
+  return /\btext\/plain\b/i.test(accept) && !/\bapplication\/json\b/i.test(accept);
+}
+
+export function registerMetrics(app: FastifyInstance): void {
+  // Test-only observation routes of the real-time core (NODE_ENV=test only), kept with the ops surface.
+  registerRealtimeTestRoutes(app);
+  app.withTypeProvider<ZodTypeProvider>().get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Instance and cluster metrics (JSON or Prometheus text)',
+        description:
+          'Admin session or `Authorization: Bearer <METRICS_API_KEY>`. No credentials → 401; a wrong key or a ' +
+          'non-admin session → 403. With `Accept: text/plain` or `?format=prometheus` the same figures in ' +
+          'Prometheus text format (version 0.0.4).',
+        querystring: z.object({ format: z.enum(['json', 'prometheus']).optional() }),
+        response: {
+          200: z.union([MetricsSchema, z.string().describe('Prometheus text format (text/plain)')]),
+          401: ErrorSchema,
+          403: ErrorSchema,
+        },
+      },
+    },
+    async (request, reply) => {
+      await authorize(app.ctx, request);
+      const report = await collectMetrics(app.ctx);
+      reply.header('cache-control', 'no-store');
+      if (wantsPrometheus(request, request.query.format)) {
+        const stats = app.ctx.realtime.bus.stats();
+        return reply
+          .type('text/plain; version=0.0.4; charset=utf-8')
+          .send(toPrometheus(report, stats.latencySumMs, stats.latencyCount));
+      }
+      return report;
+    },
+  );
+}

@@ -1,5 +1,7 @@
-// The bus contract every cross-instance feature uses. Implementations: in-process (this file), Redis and the
-// degraded fallback (realtime issue). Features never touch Redis pub/sub directly.
+// The bus contract every cross-instance feature uses, the local fan-out shared by all implementations, and the
+// two local-only implementations: in-process (embedded single instance) and the degraded fallback the Redis bus
+// switches to while the store is unreachable. The Redis implementation is in redis-bus.ts. Features never touch
+// Redis pub/sub directly.
 import { randomUUID } from 'node:crypto';
 
 export interface Envelope<T = unknown> {
@@ -11,16 +13,30 @@ export interface Envelope<T = unknown> {
   payload: T;
 }
 
+/**
+ * Local subscribers receive the published object itself (no copy); remote ones a parsed copy. Handlers must
+ * treat payloads as read-only.
+ */
 export type BusHandler<T = unknown> = (payload: T, envelope: Envelope<T>) => void;
 
 export interface BusStats {
+  /** Publish calls (delivered locally at once; sent to the store when distributed and not degraded). */
   messagesPublished: number;
+  /** Valid messages received from other instances (after echo and duplicate suppression). */
   messagesReceived: number;
+  /** Publishes that could not reach the store (error, oversize, unserialisable). */
   publishFailures: number;
   malformedDropped: number;
   duplicatesDropped: number;
+  /** Own messages coming back from the store, skipped. */
+  echoesSkipped: number;
+  /** Receive time − sentAt over every received message. */
   averageLatencyMs: number;
   maxLatencyMs: number;
+  latencySumMs: number;
+  latencyCount: number;
+  /** Times the bus entered degraded mode. */
+  degradedTransitions: number;
 }
 
 export interface Bus {
@@ -38,6 +54,45 @@ export function createEnvelope<T>(instanceId: string, topic: string, payload: T)
   return { v: 1, id: randomUUID(), topic, instanceId, sentAt: Date.now(), payload };
 }
 
+/** Counters behind BusStats, shared by the implementations. */
+export class BusCounters {
+  published = 0;
+  received = 0;
+  publishFailures = 0;
+  malformed = 0;
+  duplicates = 0;
+  echoes = 0;
+  latencySum = 0;
+  latencyCount = 0;
+  latencyMax = 0;
+  degradedTransitions = 0;
+
+  recordLatency(ms: number): void {
+    // Clocks of two machines can disagree by a little; a negative latency means "as good as instant".
+    const value = Math.max(0, ms);
+    this.latencySum += value;
+    this.latencyCount++;
+    if (value > this.latencyMax) this.latencyMax = value;
+  }
+
+  snapshot(): BusStats {
+    return {
+      messagesPublished: this.published,
+      messagesReceived: this.received,
+      publishFailures: this.publishFailures,
+      malformedDropped: this.malformed,
+      duplicatesDropped: this.duplicates,
+      echoesSkipped: this.echoes,
+      averageLatencyMs:
+        this.latencyCount === 0 ? 0 : Math.round((this.latencySum / this.latencyCount) * 100) / 100,
+      maxLatencyMs: this.latencyMax,
+      latencySumMs: this.latencySum,
+      latencyCount: this.latencyCount,
+      degradedTransitions: this.degradedTransitions,
+    };
+  }
+}
+
 /** Local fan-out shared by every implementation; a throwing handler never affects the others. */
 export class LocalDispatcher {
   private readonly handlers = new Map<string, Set<BusHandler<unknown>>>();
@@ -52,7 +107,7 @@ export class LocalDispatcher {
     set.add(handler as BusHandler<unknown>);
     return () => {
       set.delete(handler as BusHandler<unknown>);
-      if (set.size === 0) this.handlers.delete(topic);
+      if (set.size === 0 && this.handlers.get(topic) === set) this.handlers.delete(topic);
     };
   }
 
@@ -71,6 +126,38 @@ export class LocalDispatcher {
       }
     }
   }
+
+  clear(): void {
+    this.handlers.clear();
+  }
+}
+
+/**
+ * Local-only bus over a dispatcher. `degraded` only changes what isDegraded() reports: the in-process bus is a
+ * healthy single instance, the fallback is a distributed instance that lost its store.
+ */
+export function createLocalBus(
+  instanceId: string,
+  local: LocalDispatcher,
+  counters: BusCounters,
+  degraded: boolean,
+): Bus {
+  let closed = false;
+  return {
+    instanceId,
+    async publish(topic, payload) {
+      if (closed) return;
+      counters.published++;
+      local.dispatch(createEnvelope(instanceId, topic, payload));
+    },
+    subscribe: (topic, handler) => local.subscribe(topic, handler),
+    isDegraded: () => degraded,
+    stats: () => counters.snapshot(),
+    async close() {
+      closed = true;
+      local.clear();
+    },
+  };
 }
 
 /** Single-instance bus for the embedded default: local delivery only. */
@@ -78,25 +165,13 @@ export function createMemoryBus(
   instanceId: string,
   onHandlerError: (topic: string, err: unknown) => void,
 ): Bus {
-  const local = new LocalDispatcher(onHandlerError);
-  let published = 0;
-  return {
-    instanceId,
-    async publish(topic, payload) {
-      published++;
-      local.dispatch(createEnvelope(instanceId, topic, payload));
-    },
-    subscribe: (topic, handler) => local.subscribe(topic, handler),
-    isDegraded: () => false,
-    stats: () => ({
-      messagesPublished: published,
-      messagesReceived: 0,
-      publishFailures: 0,
-      malformedDropped: 0,
-      duplicatesDropped: 0,
-      averageLatencyMs: 0,
-      maxLatencyMs: 0,
-    }),
-    async close() {},
-  };
+  return createLocalBus(instanceId, new LocalDispatcher(onHandlerError), new BusCounters(), false);
+}
+
+/** The degraded fallback on its own (the Redis bus embeds one sharing its dispatcher and counters). */
+export function createDegradedBus(
+  instanceId: string,
+  onHandlerError: (topic: string, err: unknown) => void,
+): Bus {
+  return createLocalBus(instanceId, new LocalDispatcher(onHandlerError), new BusCounters(), true);
 }

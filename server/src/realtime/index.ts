@@ -1,80 +1,197 @@
-// Builds the real-time core for one instance. PLACEHOLDER single-instance version: the real-time issue replaces
-// this with the Redis bus, degraded mode, registry and cluster-wide presence behind the same interfaces.
+// Builds the real-time core for one instance. Distributed (CACHE_URL set and ENABLE_DISTRIBUTED_CHAT on): the
+// Redis bus with its degraded fallback, the cluster registry and presence in the store. Otherwise: the
+// in-process bus and local presence, and the registry lists this instance alone.
 import type { Config } from '../config.js';
 import type { Store } from '../infra/cache.js';
 import type { Logger } from '../infra/logger.js';
-import { createMemoryBus } from './bus.js';
-import type { ChatRole, Presence, PresenceCounts, Realtime, UserDisconnect } from './types.js';
+import type { Lifecycle } from '../ops/lifecycle.js';
+import { type Bus, createMemoryBus } from './bus.js';
+import { realtimeKeys } from './keys.js';
+import { createPresence, type PresenceCore } from './presence.js';
+import { createRedisBus } from './redis-bus.js';
+import { createRegistry, type InstanceRecord } from './registry.js';
+import type { Realtime, UserDisconnect } from './types.js';
+
+export type { InstanceRecord } from './registry.js';
 
 export interface RealtimeDeps {
   config: Config;
   store: Store;
   logger: Logger;
+  /** When given, presence removal and deregistration are registered as shutdown steps. */
+  lifecycle?: Lifecycle;
 }
 
-const USER_DISCONNECT_TOPIC = 'user.disconnect';
+export interface RealtimeCore extends Realtime {
+  presence: PresenceCore;
+  distributed: boolean;
+  startedAt: number;
+  instances(): Promise<InstanceRecord[]>;
+  /** Waits (bounded) for the store and starts heartbeats. Never rejects: without a store it starts degraded. */
+  start(): Promise<void>;
+  /** Removes presence, deregisters and closes the bus; idempotent (the shutdown phases call the same steps). */
+  close(): Promise<void>;
+}
 
-export function createRealtime({ config, logger }: RealtimeDeps): Realtime {
-  const bus = createMemoryBus(config.INSTANCE_ID, (topic, err) =>
-    logger.error({ topic, err }, 'bus handler failed'),
+export const USER_DISCONNECT_TOPIC = 'rt.user.disconnect';
+
+function isUserDisconnect(value: unknown): value is UserDisconnect {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return (
+    typeof v.userId === 'string' &&
+    v.userId.length > 0 &&
+    v.userId.length <= 255 &&
+    typeof v.reason === 'string' &&
+    v.reason.length <= 100 &&
+    (v.sessionId === undefined || (typeof v.sessionId === 'string' && v.sessionId.length <= 255))
   );
-  const online = new Map<string, number>();
-  const chat = new Map<string, { role: ChatRole; userId: string | null }>();
-  const chatHandlers = new Set<(c: PresenceCounts) => void>();
-  let timer: NodeJS.Timeout | undefined;
-  const counts = (): PresenceCounts => {
-    const members = new Set<string>();
-    const admins = new Set<string>();
-    let guests = 0;
-    for (const c of chat.values()) {
-      if (c.role === 'guest' || !c.userId) guests++;
-      else (c.role === 'admin' ? admins : members).add(c.userId);
+}
+
+export function createRealtime({ config, store, logger, lifecycle }: RealtimeDeps): RealtimeCore {
+  const startedAt = Date.now();
+  const instanceId = config.INSTANCE_ID;
+  const keys = realtimeKeys(store.prefix);
+  const connections = config.distributed ? store.redis : undefined;
+  const log = logger.child({ component: 'realtime' });
+
+  const redisBus = connections
+    ? createRedisBus({
+        instanceId,
+        pub: connections.pub,
+        sub: connections.sub,
+        watch: [connections.data],
+        channel: keys.channel,
+        maxPayloadBytes: config.BUS_MAX_PAYLOAD_BYTES,
+        dedupWindowMs: config.DEDUP_WINDOW_MS,
+        logger: log,
+      })
+    : undefined;
+  const bus: Bus =
+    redisBus ?? createMemoryBus(instanceId, (topic, err) => log.error({ topic, err }, 'bus handler failed'));
+  const available = () => connections !== undefined && !bus.isDegraded();
+
+  const presence = createPresence({
+    instanceId,
+    redis: connections?.data ?? null,
+    keys,
+    bus,
+    debounceMs: config.PRESENCE_DEBOUNCE_MS,
+    deadMs: config.DEAD_INSTANCE_MS,
+    ttlMs: config.REGISTRY_TTL_MS,
+    logger: log,
+    isAvailable: available,
+  });
+
+  const registry = connections
+    ? createRegistry({
+        redis: connections.data,
+        keys,
+        instanceId,
+        startedAt,
+        heartbeatMs: config.HEARTBEAT_INTERVAL_MS,
+        ttlMs: config.REGISTRY_TTL_MS,
+        deadMs: config.DEAD_INSTANCE_MS,
+        logger: log,
+        connectedClients: () => presence.localChatConnections(),
+        isAvailable: available,
+        resyncPresence: () => presence.resync(),
+        presenceDirty: () => presence.isDirty(),
+        onInstancesRemoved: () => presence.scheduleRefresh(),
+      })
+    : undefined;
+
+  if (redisBus) {
+    redisBus.onRecovered(() => {
+      // Order matters little: both are idempotent. The beat re-registers; resync republishes presence.
+      Promise.all([registry?.beat(), presence.resync()])
+        .then(() => presence.refresh())
+        .catch((err: unknown) => log.warn({ err }, 'recovery step failed'));
+    });
+    redisBus.onDegraded(() => {
+      presence.refresh().catch(() => {});
+    });
+  }
+
+  const disconnectHandlers = new Set<(event: UserDisconnect) => void>();
+  bus.subscribe(USER_DISCONNECT_TOPIC, (payload) => {
+    if (!isUserDisconnect(payload)) {
+      log.warn('invalid user disconnection message dropped');
+      return;
     }
-    return { guests, members: members.size, admins: admins.size };
+    for (const handler of disconnectHandlers) {
+      try {
+        handler(payload);
+      } catch (err) {
+        log.error({ err }, 'user disconnection handler failed');
+      }
+    }
+  });
+
+  let removed: Promise<void> | undefined;
+  const removePresence = () => {
+    removed ??= presence.remove().catch((err: unknown) => log.warn({ err }, 'presence removal failed'));
+    return removed;
   };
-  const changed = () => {
-    if (timer) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      const c = counts();
-      for (const h of chatHandlers) h(c);
-    }, config.PRESENCE_DEBOUNCE_MS);
-    timer.unref();
+  let deregistered: Promise<void> | undefined;
+  const deregister = () => {
+    deregistered ??= (async () => {
+      try {
+        await registry?.deregister();
+        log.info({ instanceId }, 'instance deregistered');
+      } catch (err) {
+        log.warn({ err }, 'deregistration failed');
+      }
+      presence.close();
+      await bus.close();
+    })();
+    return deregistered;
   };
-  const presence: Presence = {
-    userConnected(userId) {
-      online.set(userId, (online.get(userId) ?? 0) + 1);
-      let released = false;
-      return () => {
-        if (released) return;
-        released = true;
-        const n = (online.get(userId) ?? 1) - 1;
-        if (n <= 0) online.delete(userId);
-        else online.set(userId, n);
-      };
-    },
-    isOnline: async (userId) => online.has(userId),
-    onlineAmong: async (userIds) => new Set(userIds.filter((id) => online.has(id))),
-    touch: async () => {},
-    chatJoin(connectionId, role, userId) {
-      chat.set(connectionId, { role, userId });
-      changed();
-    },
-    chatLeave(connectionId) {
-      if (chat.delete(connectionId)) changed();
-    },
-    chatCounts: async () => counts(),
-    onChatCounts(handler) {
-      chatHandlers.add(handler);
-      return () => chatHandlers.delete(handler);
-    },
-    localChatConnections: () => chat.size,
-  };
+  lifecycle?.onShutdown('remove-presence', 'presence', removePresence);
+  lifecycle?.onShutdown('deregister', 'registry', deregister);
+
+  const self = (): InstanceRecord => ({
+    instanceId,
+    startedAt,
+    lastHeartbeat: Date.now(),
+    connectedClients: presence.localChatConnections(),
+  });
+
   return {
     bus,
     presence,
-    disconnectUser: (event: UserDisconnect) => bus.publish(USER_DISCONNECT_TOPIC, event),
-    onUserDisconnect: (handler) =>
-      bus.subscribe<UserDisconnect>(USER_DISCONNECT_TOPIC, (payload) => handler(payload)),
+    distributed: connections !== undefined,
+    startedAt,
+    async disconnectUser(event) {
+      await bus.publish(USER_DISCONNECT_TOPIC, event);
+    },
+    onUserDisconnect(handler) {
+      disconnectHandlers.add(handler);
+      return () => disconnectHandlers.delete(handler);
+    },
+    async instances() {
+      if (!registry) return [self()];
+      try {
+        const list = await registry.list();
+        return list.some((r) => r.instanceId === instanceId) ? list : [...list, self()];
+      } catch {
+        return [self()];
+      }
+    },
+    async start() {
+      if (!connections) {
+        if (store.kind === 'redis' && !config.ENABLE_DISTRIBUTED_CHAT) {
+          log.warn('ENABLE_DISTRIBUTED_CHAT is off: chat and notification fan-out stay on this instance');
+        }
+        return;
+      }
+      await redisBus?.start();
+      if (bus.isDegraded()) log.warn('store not reachable at start-up: starting in degraded mode');
+      registry?.start();
+    },
+    async close() {
+      await removePresence();
+      await deregister();
+    },
   };
 }

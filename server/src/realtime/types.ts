@@ -40,10 +40,24 @@ export interface UserDisconnect {
   sessionId?: string;
 }
 
+/** One live instance as recorded in the cluster registry (epoch ms). */
+export interface InstanceRecord {
+  instanceId: string;
+  startedAt: number;
+  lastHeartbeat: number;
+  connectedClients: number;
+}
+
 export interface Realtime {
   bus: Bus;
   presence: Presence;
   /** Fans out to every instance (including this one); each closes that user's local SSE streams and sockets. */
   disconnectUser(event: UserDisconnect): Promise<void>;
   onUserDisconnect(handler: (event: UserDisconnect) => void): () => void;
+  /** Live instances of the cluster, this one included (only this one when not distributed). */
+  instances?(): Promise<InstanceRecord[]>;
+  /** True when a store is configured and ENABLE_DISTRIBUTED_CHAT is on. */
+  distributed?: boolean;
+  /** When this instance's real-time core started (epoch ms). */
+  startedAt?: number;
 }
