@@ -56,7 +56,6 @@ export const SESSION_UPDATE_AGE_S = 24 * 60 * 60;
 /** Prefix of better-auth's keys inside the store (the store adds the deployment prefix). */
 export const AUTH_STORE_PREFIX = 'auth:';
 
-
 export interface AuthDeps {
   config: Config;
   db: Db;
@@ -275,6 +274,8 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
     },
     advanced: {
       useSecureCookies: config.API_BASE_URL.startsWith('https:'),
+      // better-auth skips its CSRF/origin check when NODE_ENV=test; keep it on so tests exercise production.
+      disableOriginCheck: false,
       defaultCookieAttributes: { sameSite: config.COOKIE_SAME_SITE, httpOnly: true },
       // The bridge sets x-herald-client-ip from the socket (or from the proxy chain when TRUST_PROXY is set),
       // replacing anything the client sent, so rate limits cannot be dodged with a forged header.

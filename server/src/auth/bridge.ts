@@ -56,8 +56,15 @@ function resolveTarget(request: FastifyRequest): Target {
     search.set('disableCookieCache', 'true');
   }
   let body: string | undefined;
-  if (method === 'POST' && request.body !== undefined && request.body !== null) {
-    body = typeof request.body === 'string' ? request.body : JSON.stringify(request.body);
+  if (method === 'POST') {
+    // A POST without a body reaches better-auth as `{}`: some of its handlers assume a parsed object and would
+    // otherwise crash (500) instead of answering a validation error.
+    body =
+      request.body === undefined || request.body === null
+        ? '{}'
+        : typeof request.body === 'string'
+          ? request.body
+          : JSON.stringify(request.body);
   }
   return { pathname, search, method, body };
 }
@@ -92,10 +99,9 @@ function toWebRequest(request: FastifyRequest, target: Target, baseUrl: string):
   // request.ip is the socket address unless TRUST_PROXY is configured on the Fastify instance.
   headers.set('x-herald-client-ip', request.ip);
   headers.delete('content-length');
-  if (target.body === undefined) {
-    headers.delete('content-type');
-    headers.delete('transfer-encoding');
-  }
+  headers.delete('transfer-encoding');
+  if (target.body === undefined) headers.delete('content-type');
+  else if (!headers.has('content-type')) headers.set('content-type', 'application/json');
   return new Request(url, { method: target.method, headers, body: target.body });
 }
 

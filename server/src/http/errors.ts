@@ -60,6 +60,10 @@ export function sendError(
 }
 
 export function installErrorHandling(app: FastifyInstance): void {
+  // Echo the request id that every log line of this request carries, so a client report can be traced.
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof AppError) {
       return sendError(

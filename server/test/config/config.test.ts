@@ -47,15 +47,21 @@ describe('loadConfig', () => {
       ...base,
       CORS_ALLOWLISTED_ORIGINS: ` "https://a.example" ,'https://b.example',, https://c.example `,
     });
-    expect(c.CORS_ALLOWLISTED_ORIGINS).toEqual(['https://a.example', 'https://b.example', 'https://c.example']);
+    expect(c.CORS_ALLOWLISTED_ORIGINS).toEqual([
+      'https://a.example',
+      'https://b.example',
+      'https://c.example',
+    ]);
   });
 
   it('accepts FRONTEND_URL as an alias of FE_BASE_URL and refuses two different values', () => {
-    expect(loadConfig({ ...base, FRONTEND_URL: 'https://app.example/' }).FE_BASE_URL).toBe('https://app.example');
+    expect(loadConfig({ ...base, FRONTEND_URL: 'https://app.example/' }).FE_BASE_URL).toBe(
+      'https://app.example',
+    );
     expect(loadConfig({ ...base, FE_BASE_URL: 'https://fe.example' }).FE_BASE_URL).toBe('https://fe.example');
-    expect(problemsOf({ ...base, FE_BASE_URL: 'https://a.example', FRONTEND_URL: 'https://b.example' })).toEqual([
-      'FE_BASE_URL and FRONTEND_URL are both set and differ; set only one',
-    ]);
+    expect(
+      problemsOf({ ...base, FE_BASE_URL: 'https://a.example', FRONTEND_URL: 'https://b.example' }),
+    ).toEqual(['FE_BASE_URL and FRONTEND_URL are both set and differ; set only one']);
   });
 
   it('refuses a METRICS_API_KEY shorter than 32 characters', () => {
@@ -121,12 +127,18 @@ describe('loadConfig', () => {
       'SOCIAL_CLIENT_ID and SOCIAL_CLIENT_SECRET must be set together',
       expect.stringContaining('SOCIAL_ISSUER: required for the generic OpenID Connect provider "oidc"'),
     ]);
-    expect(loadConfig({ ...base, SOCIAL_PROVIDER: 'github', SOCIAL_CLIENT_ID: 'a', SOCIAL_CLIENT_SECRET: 'b' }).SOCIAL_PROVIDER).toBe(
-      'github',
-    );
-    expect(problemsOf({ ...base, SOCIAL_PROVIDER: 'keycloak', SOCIAL_CLIENT_ID: 'a', SOCIAL_CLIENT_SECRET: 'b' })[0]).toMatch(
-      /SOCIAL_ISSUER: required .*"keycloak"/,
-    );
+    expect(
+      loadConfig({ ...base, SOCIAL_PROVIDER: 'github', SOCIAL_CLIENT_ID: 'a', SOCIAL_CLIENT_SECRET: 'b' })
+        .SOCIAL_PROVIDER,
+    ).toBe('github');
+    expect(
+      problemsOf({
+        ...base,
+        SOCIAL_PROVIDER: 'keycloak',
+        SOCIAL_CLIENT_ID: 'a',
+        SOCIAL_CLIENT_SECRET: 'b',
+      })[0],
+    ).toMatch(/SOCIAL_ISSUER: required .*"keycloak"/);
   });
 
   it('parses lists, booleans and TRUST_PROXY forms', () => {
