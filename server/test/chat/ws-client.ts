@@ -32,6 +32,8 @@ export interface OpenOptions {
   headers?: Record<string, string>;
   /** Wait for connected + message_history (default true). */
   ready?: boolean;
+  /** Raw `ws` client options (e.g. autoPong: false for a peer that never answers pings). */
+  wsOptions?: WebSocket.ClientOptions;
 }
 
 export class UpgradeRefused extends Error {
@@ -48,7 +50,7 @@ export function openChat(target: App | string, options: OpenOptions = {}): Promi
   const origin = options.origin === undefined ? TEST_ORIGIN : options.origin;
   if (origin !== null) headers.origin = origin;
   if (options.cookie) headers.cookie = options.cookie;
-  const ws = new WebSocket(chatUrl(target), { headers, perMessageDeflate: false });
+  const ws = new WebSocket(chatUrl(target), { headers, perMessageDeflate: false, ...options.wsOptions });
   const log: ChatEvent[] = [];
   const pending: ChatEvent[] = [];
   const waiters: Array<{ match: (e: ChatEvent) => boolean; resolve: (e: ChatEvent) => void }> = [];
