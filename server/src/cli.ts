@@ -9,10 +9,12 @@ import { createDatabase, type Database } from './infra/db.js';
 import type { Logger } from './infra/logger.js';
 import { createMailer } from './infra/mailer.js';
 import { user as userTable } from './infra/schema/index.js';
+import { runRetention } from './notifications/retention.js';
 
 const USAGE = `Usage:
   npm run cli -- migrate
-  npm run cli -- create-admin --email <email> --password <password> [--name <name>]`;
+  npm run cli -- create-admin --email <email> --password <password> [--name <name>]
+  npm run cli -- retention`;
 
 export class CliError extends Error {}
 
@@ -130,6 +132,21 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   if (command === 'migrate') {
     await migrate(config);
     return 'migrations applied';
+  }
+  if (command === 'retention') {
+    // One notification housekeeping run now (the same job every instance runs on RETENTION_INTERVAL_MS).
+    const database = createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+    const store = createStore({ url: config.CACHE_URL, prefix: config.CACHE_KEY_PREFIX });
+    try {
+      await database.migrate();
+      const r = await runRetention({ config, database, store, logger: consoleLogger() });
+      return r.ran
+        ? `retention: ${r.expiredDeleted} expired and ${r.overflowDeleted} over-limit notifications deleted`
+        : 'retention: another instance is running it; nothing done';
+    } finally {
+      await store.close();
+      await database.close();
+    }
   }
   if (command === 'create-admin') {
     let values: { email?: string; password?: string; name?: string };
