@@ -130,6 +130,22 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
       { parseAs: 'string' },
       (_req, body, done) => done(null, body),
     );
+    // better-auth's clients POST some routes (sign-out) with a JSON content type and no body; treat an empty
+    // JSON body as absent instead of answering INVALID_JSON. Broken JSON still maps to 400 INVALID_JSON.
+    scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+      const text = typeof body === 'string' ? body : body.toString('utf8');
+      if (text.trim() === '') return done(null, undefined);
+      try {
+        done(null, JSON.parse(text));
+      } catch {
+        done(
+          Object.assign(new Error('Body must be valid JSON'), {
+            statusCode: 400,
+            code: 'FST_ERR_CTP_INVALID_JSON_BODY',
+          }),
+        );
+      }
+    });
     scope.route({
       method: ['GET', 'POST'],
       url: '/auth/*',

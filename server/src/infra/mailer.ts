@@ -37,7 +37,11 @@ export function createMailer(options: MailerOptions): Mailer {
     return {
       enabled: false,
       async send(mail) {
-        if (options.isProduction) return;
+        if (options.isProduction) {
+          // Never the body: it carries one-time links that must not end up in production logs.
+          options.logger.warn({ subject: mail.subject }, 'email not sent: SMTP is not configured');
+          return;
+        }
         // Development convenience only: links would otherwise be unreachable without an SMTP server.
         options.logger.info(
           { to: mail.to, subject: mail.subject, text: mail.text },

@@ -178,7 +178,7 @@ describe('loadConfig', () => {
 
 describe('process entry with a bad environment', () => {
   it('prints one line per problem and exits non-zero', async () => {
-    const child = spawn('npx', ['tsx', 'src/server.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
       cwd: SERVER_DIR,
       env: {
         PATH: process.env.PATH ?? '',

@@ -1,0 +1,126 @@
+// The embedded default: no DATABASE_URL and no CACHE_URL → PGlite under DATA_DIR and the in-process store. Built
+// in-process (full account cycle) and started as a real process (`npm start` equivalent) that stops on SIGTERM.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type App, buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { createVerifiedUser, jsonHeaders } from '../helpers/users.js';
+
+const SERVER_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const address = s.address();
+  s.close();
+  return typeof address === 'object' && address ? address.port : 0;
+}
+
+describe('embedded default (in-process)', () => {
+  let dataDir: string;
+  let smtp: TestSmtp;
+  let app: App;
+  beforeAll(async () => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'herald-embedded-'));
+    smtp = await startSmtp();
+    app = await buildApp(
+      loadConfig({
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'silent',
+        DATA_DIR: dataDir,
+        SMTP_HOST: '127.0.0.1',
+        SMTP_PORT: String(smtp.port),
+      }),
+    );
+  });
+  afterAll(async () => {
+    await app?.close();
+    await smtp?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('runs on PGlite and the in-process store', async () => {
+    expect(app.ctx.database.kind).toBe('pglite');
+    expect(app.ctx.store.kind).toBe('memory');
+    expect(app.ctx.config.distributed).toBe(false);
+    const health = await app.inject({ method: 'GET', url: '/health' });
+    expect(health.statusCode).toBe(200);
+    expect(health.json()).toMatchObject({ status: 'ok', checks: { database: 'ok', cache: 'ok' } });
+  });
+
+  it('does a full sign-up → verify → sign-in → session → sign-out', async () => {
+    const u = await createVerifiedUser(app, smtp);
+    const s = await app.inject({ method: 'GET', url: '/auth/get-session', headers: { cookie: u.cookie } });
+    expect(s.json().user.email).toBe(u.email);
+    expect((await app.ctx.sessions.fromHeaders({ cookie: u.cookie }))?.user.id).toBe(u.id);
+    const out = await app.inject({ method: 'POST', url: '/auth/sign-out', headers: jsonHeaders(u.cookie) });
+    expect(out.statusCode).toBe(200);
+    expect(await app.ctx.sessions.fromHeaders({ cookie: u.cookie })).toBeNull();
+  });
+});
+
+describe('embedded default (process)', () => {
+  let child: ChildProcess | undefined;
+  let dataDir: string;
+  afterAll(() => {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts with no DATABASE_URL/CACHE_URL, serves /health, logs request ids, exits 0 on SIGTERM', async () => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'herald-start-'));
+    const port = await freePort();
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      cwd: SERVER_DIR,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        PORT: String(port),
+        DATA_DIR: dataDir,
+        HOST: '127.0.0.1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr?.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    // Wait for the "listening" log line rather than polling on a timer.
+    await new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (stdout.includes('Server listening')) resolve();
+      };
+      child?.stdout?.on('data', check);
+      child?.on('exit', (code) => reject(new Error(`exited early (${code}): ${stderr}`)));
+    });
+    const res = await fetch(`http://127.0.0.1:${port}/health`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { status: string; checks: { database: string; cache: string } };
+    expect(body.status).toBe('ok');
+    const requestId = res.headers.get('x-request-id');
+    expect(requestId).toBeTruthy();
+    expect(stdout).toContain('CACHE_URL is not set');
+
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    const [code] = (await exited) as [number | null];
+    expect(code).toBe(0);
+    const lines = stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { reqId?: string; msg?: string });
+    expect(lines.some((l) => l.reqId === requestId && l.msg === 'request completed')).toBe(true);
+  });
+});
