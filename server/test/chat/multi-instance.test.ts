@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { type ChatClient, openChat } from './ws-client.js';
+import { type ChatClient, type ChatEvent, openChat } from './ws-client.js';
 
 describe('chat across two instances', () => {
   let env: TestEnv;
@@ -47,7 +47,7 @@ describe('chat across two instances', () => {
 
   it('counts presence cluster-wide: guests per connection, members and admins as distinct users', async () => {
     const watcher = await open(b);
-    const want = (e: { guests: number; members: number; admins: number }, g: number, m: number, ad: number) =>
+    const want = (e: ChatEvent, g: number, m: number, ad: number) =>
       e.guests === g && e.members === m && e.admins === ad;
     const a1 = await open(a, alice.cookie);
     await open(b, alice.cookie); // same user on the other instance: still one member
