@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { eq } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,6 +116,53 @@ describe('sessions', () => {
     expect(await b.ctx.sessions.fromHeaders({})).toBeNull();
     expect(storeCounter.reads - before.reads).toBe(25);
     expect(dbCounter.queries - before.queries).toBe(0);
+  });
+
+  it('get-session re-issues the 15-minute snapshot and slides the session at most once a day', async () => {
+    const u = await createVerifiedUser(a, env.smtp);
+    const first = await b.inject({ method: 'GET', url: '/auth/get-session', headers: { cookie: u.cookie } });
+    const snapshot = ([] as string[])
+      .concat(first.headers['set-cookie'] ?? [])
+      .find((c) => c.startsWith('better-auth.session_data='));
+    expect(snapshot).toMatch(/Max-Age=900/);
+
+    // Age the session by two days (as if signed in two days ago) in both the store and PostgreSQL.
+    const ctx = await b.ctx.sessions.fromHeaders({ cookie: u.cookie });
+    const token = ctx?.session.token ?? '';
+    const key = `auth:${token}`;
+    const stored = JSON.parse((await b.ctx.store.get(key)) ?? '{}');
+    const aged = new Date(Date.now() + 5 * 24 * 3600 * 1000);
+    stored.session.expiresAt = aged.toISOString();
+    await b.ctx.store.set(key, JSON.stringify(stored), 5 * 24 * 3600 * 1000);
+    await a.ctx.database.db
+      .update(schema.session)
+      .set({ expiresAt: aged })
+      .where(eq(schema.session.token, token));
+
+    const before = dbCounter.queries;
+    const refreshed = await b.inject({
+      method: 'GET',
+      url: '/auth/get-session',
+      headers: { cookie: u.cookie },
+    });
+    expect(dbCounter.queries).toBeGreaterThan(before);
+    const newExpiry = new Date(refreshed.json().session.expiresAt).getTime();
+    expect(newExpiry).toBeGreaterThan(Date.now() + 6.9 * 24 * 3600 * 1000);
+    expect(String(refreshed.headers['set-cookie'])).toContain('better-auth.session_token=');
+    expect((await b.ctx.sessions.fromHeaders({ cookie: u.cookie }))?.session.expiresAt.getTime()).toBe(
+      newExpiry,
+    );
+
+    const settled = dbCounter.queries;
+    for (let i = 0; i < 5; i++) {
+      const again = await b.inject({
+        method: 'GET',
+        url: '/auth/get-session',
+        headers: { cookie: u.cookie },
+      });
+      expect(again.json().user.id).toBe(u.id);
+    }
+    expect(dbCounter.queries).toBe(settled);
   });
 
   it('sign-out on A is seen by B on the very next request', async () => {
