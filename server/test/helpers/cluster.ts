@@ -75,15 +75,16 @@ export interface TestCluster {
   logs(index: number): string[];
   /** Parsed JSON log lines (pino) of the instance. */
   jsonLogs(index: number): Array<Record<string, unknown>>;
-  waitForLog(index: number, pattern: RegExp | string, timeoutMs?: number): Promise<string>;
+  /** Resolves with the first line matching `pattern`, looking only at lines from index `fromLine` on. */
+  waitForLog(index: number, pattern: RegExp | string, timeoutMs?: number, fromLine?: number): Promise<string>;
   waitForHealth(index: number, status?: string, timeoutMs?: number): Promise<HealthBody>;
   isRunning(index: number): boolean;
   /** Sends a signal and resolves when the process has exited. */
   kill(index: number, signal?: NodeJS.Signals): Promise<ExitInfo>;
   /** Resolves when the process exits on its own (or was killed). */
   exited(index: number): Promise<ExitInfo>;
-  /** Starts instance `index` again (same port, id and env) and waits for its health. */
-  start(index: number, waitFor?: string): Promise<void>;
+  /** Starts instance `index` again (same port and id; `env` is merged into its env for this and later runs). */
+  start(index: number, waitFor?: string, env?: Record<string, string>): Promise<void>;
   restart(index: number, signal?: NodeJS.Signals): Promise<void>;
   close(): Promise<void>;
 }
@@ -231,11 +232,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
           return [];
         }
       }),
-    waitForLog(index, pattern, timeoutMs = 15_000) {
+    waitForLog(index, pattern, timeoutMs = 15_000, fromLine = 0) {
       const it = inst(index);
       const matches = (line: string) =>
         typeof pattern === 'string' ? line.includes(pattern) : pattern.test(line);
-      const found = it.lines.find(matches);
+      const found = it.lines.slice(fromLine).find(matches);
       if (found !== undefined) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
@@ -259,8 +260,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       if (!exit) throw new Error(`instance ${index} was never started`);
       return exit;
     },
-    async start(index, waitFor = 'ok') {
+    async start(index, waitFor = 'ok', env) {
       if (isRunning(index)) return;
+      if (env) Object.assign(inst(index).env, env);
       spawnInstance(index);
       await waitForHealth(index, waitFor);
     },

@@ -56,7 +56,7 @@ describe('GET /metrics', () => {
     const res = await get({ authorization: `Bearer ${KEY}` });
     expect(res.statusCode).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
-    const body = res.json() as Record<string, never>;
+    const body = res.json() as Record<string, unknown>;
     expect(Object.keys(body).sort()).toEqual(
       ['bus', 'chat', 'cluster', 'distributedMode', 'instanceId', 'pubsub', 'timestamp'].sort(),
     );

@@ -210,6 +210,11 @@ describe('real-time core across three processes', () => {
     await until('registry rebuilt', async () =>
       (await metrics(2)).cluster.activeInstances === 3 ? true : undefined,
     );
+    // No process crashed or leaked a rejection at any point of the outage.
+    for (const i of [0, 1, 2]) {
+      expect(cluster.isRunning(i)).toBe(true);
+      expect(cluster.logs(i).filter((l) => l.includes('unhandled rejection'))).toEqual([]);
+    }
   });
 
   it('drops a SIGKILLed instance and its presence after the dead timeout', async () => {
