@@ -150,11 +150,9 @@ export const EnvSchema = z.object({
   SMTP_USER: optionalString,
   SMTP_PASS: optionalString,
   SMTP_FROM: optionalString.default('Herald <no-reply@localhost>'),
-  SOCIAL_PROVIDER: optionalString
-    .default('oidc')
-    .refine((v) => /^[a-z][a-z0-9_-]{0,31}$/.test(v), {
-      message: 'SOCIAL_PROVIDER must be a lowercase provider id such as "oidc", "google" or "github"',
-    }),
+  SOCIAL_PROVIDER: optionalString.default('oidc').refine((v) => /^[a-z][a-z0-9_-]{0,31}$/.test(v), {
+    message: 'SOCIAL_PROVIDER must be a lowercase provider id such as "oidc", "google" or "github"',
+  }),
   SOCIAL_ISSUER: httpUrl('SOCIAL_ISSUER'),
   SOCIAL_CLIENT_ID: optionalString,
   SOCIAL_CLIENT_SECRET: optionalString,
@@ -236,12 +234,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const missing = rawProblems(env).filter(
       (p) => !parsed.error.issues.some((i) => p.startsWith(`${String(i.path[0])}:`)),
     );
-  }
-  const e = parsed.data;
     throw new ConfigError([
       ...parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`),
       ...missing,
     ]);
+  }
+  const e = parsed.data;
   const problems: string[] = rawProblems(env);
   const isProduction = e.NODE_ENV === 'production';
   const feBaseUrl = e.FE_BASE_URL ?? e.FRONTEND_URL;
