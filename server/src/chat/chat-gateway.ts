@@ -72,11 +72,7 @@ export interface ChatGatewayDeps {
   isStopping: () => boolean;
 }
 
-export interface ChatGateway {
-  close(): void;
-}
-
-export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): ChatGateway {
+export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): void {
   const { config, sessions, realtime, lifecycle, logger } = app.ctx;
   const { hub, service, history, typing } = deps;
   const origins = allowedOrigins(config.CORS_ALLOWLISTED_ORIGINS);
@@ -228,11 +224,4 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     });
   };
   app.server.on('upgrade', onUpgrade);
-
-  return {
-    close() {
-      app.server.off('upgrade', onUpgrade);
-      wss.close();
-    },
-  };
 }

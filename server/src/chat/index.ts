@@ -32,7 +32,7 @@ export function registerChat(app: FastifyInstance): void {
   const history = createHistoryCache(repo, HISTORY_CACHE_TTL_MS);
   const service = createChatService({ hub, repo, bus: realtime.bus, throttle, typing, logger: log });
   let stopping = false;
-  const gateway = createChatGateway(app, { hub, service, history, typing, isStopping: () => stopping });
+  createChatGateway(app, { hub, service, history, typing, isStopping: () => stopping });
 
   const unsubscribe = [
     realtime.bus.subscribe(CHAT_BUS_TOPIC, (payload) => {
@@ -79,7 +79,7 @@ export function registerChat(app: FastifyInstance): void {
     shutdown ??= (async () => {
       stopping = true;
       hub.stop();
-      gateway.close();
+      // The upgrade listener stays: until the HTTP server closes it answers new upgrades with 503.
       await hub.closeAll(
         CloseCode.GOING_AWAY,
         'server shutting down',
@@ -90,8 +90,7 @@ export function registerChat(app: FastifyInstance): void {
     })();
     return shutdown;
   };
-  // preClose runs before Fastify closes the HTTP server, whose close would otherwise wait for the upgraded
-  // sockets; the lifecycle step covers shutdowns that start from the lifecycle itself.
-  app.addHook('preClose', stop);
+  // The lifecycle runs notify-clients from Fastify's preClose hook, before the HTTP server (whose close would
+  // wait for upgraded sockets) is stopped; stop() is idempotent.
   lifecycle.onShutdown('notify-clients', 'chat-sockets', stop);
 }

@@ -180,5 +180,13 @@ describe('chat limits and liveness', () => {
       expect((await c.closed).code).toBe(1001);
       await closing;
     });
+
+    it('refuses upgrades with 503 once shutdown has begun', async () => {
+      const app = await listen({});
+      app.ctx.lifecycle.beginShutdown();
+      const refused = await refusedStatus(app);
+      expect(refused.status).toBe(503);
+      expect(JSON.parse(refused.body).code).toBe('UNAVAILABLE');
+    });
   });
 });

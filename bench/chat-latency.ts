@@ -1,0 +1,183 @@
+// Chat fan-out latency across instances: two real server processes (shared PostgreSQL database, private
+// redis-server), 1,000 WebSocket clients spread over them, 100 messages/s sent on instance A, end-to-end latency
+// measured on sockets of instance B (and, for comparison, of A). Prints a table.
+// Usage: npm run bench -- chat-latency [--sockets 1000] [--rate 100] [--seconds 20] [--observers 50]
+import { performance } from 'node:perf_hooks';
+import WebSocket from 'ws';
+import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
+
+const args = process.argv.slice(2);
+const arg = (name: string, fallback: number) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+const SOCKETS = arg('sockets', 1000);
+const RATE = arg('rate', 100);
+const SECONDS = arg('seconds', 20);
+const WARMUP_SECONDS = 3;
+const OBSERVERS = arg('observers', 50);
+const SENDERS = 10;
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+}
+
+async function signUpMember(cluster: TestCluster): Promise<string> {
+  const { createVerifiedUserOn } = await import('../server/test/helpers/cluster.js');
+  return (await createVerifiedUserOn(cluster, 0, { name: 'Bench sender' })).cookie;
+}
+
+function connect(port: number, cookie?: string): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { origin: CLUSTER_ORIGIN };
+    if (cookie) headers.cookie = cookie;
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/chat`, {
+      headers,
+      perMessageDeflate: false,
+      skipUTF8Validation: true,
+    });
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
+  });
+}
+
+async function connectMany(port: number, count: number): Promise<WebSocket[]> {
+  const sockets: WebSocket[] = [];
+  for (let i = 0; i < count; i += 50) {
+    sockets.push(
+      ...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, () => connect(port)))),
+    );
+  }
+  return sockets;
+}
+
+interface Observer {
+  latencies: number[];
+  seen: Map<number, number>;
+}
+
+function observe(ws: WebSocket, sentAt: Map<number, number>, measuring: () => boolean): Observer {
+  const o: Observer = { latencies: [], seen: new Map() };
+  ws.on('message', (data) => {
+    const now = performance.now();
+    const event = JSON.parse(String(data)) as { type: string; message?: { clientMessageId?: string } };
+    if (event.type !== 'new_message') return;
+    const n = Number(event.message?.clientMessageId?.slice(2));
+    const t = sentAt.get(n);
+    if (t === undefined) return;
+    o.seen.set(n, (o.seen.get(n) ?? 0) + 1);
+    if (measuring()) o.latencies.push(now - t);
+  });
+  return o;
+}
+
+async function main() {
+  console.log(`starting 2 instances (PostgreSQL + private redis-server)…`);
+  const cluster = await startCluster({
+    instances: 2,
+    env: {
+      LOG_LEVEL: 'warn',
+      CHAT_THROTTLE_LIMIT: '1000000',
+      CHAT_MAX_CONNECTIONS_PER_IP: String(SOCKETS * 2),
+      CHAT_MAX_CONNECTIONS_PER_USER: String(SENDERS * 2),
+      PRESENCE_DEBOUNCE_MS: '500',
+    },
+  });
+  const all: WebSocket[] = [];
+  try {
+    const cookie = await signUpMember(cluster);
+    const perInstance = Math.floor(SOCKETS / 2);
+    const senders = await Promise.all(
+      Array.from({ length: SENDERS }, () => connect(cluster.port(0), cookie)),
+    );
+    const sentAt = new Map<number, number>();
+    let measuring = false;
+    const isMeasuring = () => measuring;
+    const t0 = performance.now();
+    const restA = await connectMany(cluster.port(0), perInstance - SENDERS);
+    const onB = await connectMany(cluster.port(1), SOCKETS - perInstance);
+    all.push(...senders, ...restA, ...onB);
+    const connectSeconds = (performance.now() - t0) / 1000;
+    // Every socket reads (the kernel buffers must drain); only observers parse.
+    const observersB = onB.slice(0, OBSERVERS).map((ws) => observe(ws, sentAt, isMeasuring));
+    const observersA = restA.slice(0, 10).map((ws) => observe(ws, sentAt, isMeasuring));
+    console.log(
+      `${all.length} sockets connected in ${connectSeconds.toFixed(1)} s; sending ${RATE} msg/s on A…`,
+    );
+
+    let n = 0;
+    const intervalMs = 1000 / RATE;
+    const start = performance.now();
+    const total = RATE * (WARMUP_SECONDS + SECONDS);
+    let measuredFrom = -1;
+    await new Promise<void>((resolve) => {
+      const tick = () => {
+        const due = Math.min(total, Math.floor((performance.now() - start) / intervalMs) + 1);
+        while (n < due) {
+          if (!measuring && n >= RATE * WARMUP_SECONDS) {
+            measuring = true;
+            measuredFrom = n;
+          }
+          const id = n++;
+          sentAt.set(id, performance.now());
+          senders[id % SENDERS]?.send(
+            JSON.stringify({
+              type: 'send_message',
+              message: `bench message ${id}`,
+              clientMessageId: `b-${id}`,
+            }),
+          );
+        }
+        if (n >= total) return resolve();
+        setTimeout(tick, Math.max(1, intervalMs / 2));
+      };
+      tick();
+    });
+    // Let the last messages arrive.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    measuring = false;
+
+    const expected = total - measuredFrom;
+    const rows = [
+      ['B (other instance)', observersB],
+      ['A (same instance)', observersA],
+    ] as const;
+    const table = rows.map(([where, observers]) => {
+      const latencies = observers.flatMap((o) => o.latencies).sort((x, y) => x - y);
+      let missing = 0;
+      let duplicates = 0;
+      for (const o of observers) {
+        for (let id = measuredFrom; id < total; id++) {
+          const c = o.seen.get(id) ?? 0;
+          if (c === 0) missing++;
+          if (c > 1) duplicates += c - 1;
+        }
+      }
+      return {
+        'received on': where,
+        sockets: `${observers.length} observed`,
+        samples: latencies.length,
+        'p50 ms': percentile(latencies, 50).toFixed(1),
+        'p99 ms': percentile(latencies, 99).toFixed(1),
+        'max ms': (latencies.at(-1) ?? Number.NaN).toFixed(1),
+        missing,
+        duplicates,
+      };
+    });
+    console.log(
+      `\n${all.length} sockets (${perInstance} on A, ${SOCKETS - perInstance} on B), ${RATE} msg/s on A for ${SECONDS} s ` +
+        `after ${WARMUP_SECONDS} s warm-up (${expected} messages measured)`,
+    );
+    console.table(table);
+  } finally {
+    for (const ws of all) ws.terminate();
+    await cluster.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
