@@ -1,16 +1,16 @@
 // The embedded default: no DATABASE_URL and no CACHE_URL → PGlite under DATA_DIR and the in-process store. Built
 // in-process (full account cycle) and started as a real process (`npm start` equivalent) that stops on SIGTERM.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type App, buildApp } from '../../src/app.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { startSmtp } from '../helpers/smtp.js';
 import { createVerifiedUser, jsonHeaders } from '../helpers/users.js';
 
 const SERVER_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -24,14 +24,19 @@ async function freePort(): Promise<number> {
   return typeof address === 'object' && address ? address.port : 0;
 }
 
-describe('embedded default (in-process)', () => {
-  let dataDir: string;
-  let smtp: TestSmtp;
-  let app: App;
-  beforeAll(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'herald-embedded-'));
-    smtp = await startSmtp();
-    app = await buildApp(
+// Both tests boot PGlite (WASM, CPU bound); running them side by side uses both cores.
+describe.concurrent('embedded default', () => {
+  const cleanups: Array<() => Promise<void> | void> = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+
+  it('in-process: PGlite + in-process store, /health, sign-up → verify → sign-in → session → sign-out', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'herald-embedded-'));
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const smtp = await startSmtp();
+    cleanups.push(() => smtp.close());
+    const app = await buildApp(
       loadConfig({
         NODE_ENV: 'test',
         LOG_LEVEL: 'silent',
@@ -40,23 +45,14 @@ describe('embedded default (in-process)', () => {
         SMTP_PORT: String(smtp.port),
       }),
     );
-  });
-  afterAll(async () => {
-    await app?.close();
-    await smtp?.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  it('runs on PGlite and the in-process store', async () => {
+    cleanups.push(() => app.close());
     expect(app.ctx.database.kind).toBe('pglite');
     expect(app.ctx.store.kind).toBe('memory');
     expect(app.ctx.config.distributed).toBe(false);
     const health = await app.inject({ method: 'GET', url: '/health' });
     expect(health.statusCode).toBe(200);
     expect(health.json()).toMatchObject({ status: 'ok', checks: { database: 'ok', cache: 'ok' } });
-  });
 
-  it('does a full sign-up → verify → sign-in → session → sign-out', async () => {
     const u = await createVerifiedUser(app, smtp);
     const s = await app.inject({ method: 'GET', url: '/auth/get-session', headers: { cookie: u.cookie } });
     expect(s.json().user.email).toBe(u.email);
@@ -65,20 +61,12 @@ describe('embedded default (in-process)', () => {
     expect(out.statusCode).toBe(200);
     expect(await app.ctx.sessions.fromHeaders({ cookie: u.cookie })).toBeNull();
   });
-});
-
-describe('embedded default (process)', () => {
-  let child: ChildProcess | undefined;
-  let dataDir: string;
-  afterAll(() => {
-    if (child && child.exitCode === null) child.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
 
   it('starts with no DATABASE_URL/CACHE_URL, serves /health, logs request ids, exits 0 on SIGTERM', async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'herald-start-'));
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'herald-start-'));
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const port = await freePort();
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
       cwd: SERVER_DIR,
       env: {
         PATH: process.env.PATH ?? '',
@@ -102,8 +90,8 @@ describe('embedded default (process)', () => {
       const check = () => {
         if (stdout.includes('Server listening')) resolve();
       };
-      child?.stdout?.on('data', check);
-      child?.on('exit', (code) => reject(new Error(`exited early (${code}): ${stderr}`)));
+      child.stdout?.on('data', check);
+      child.on('exit', (code) => reject(new Error(`exited early (${code}): ${stderr}`)));
     });
     const res = await fetch(`http://127.0.0.1:${port}/health`);
     expect(res.status).toBe(200);
@@ -113,6 +101,9 @@ describe('embedded default (process)', () => {
     expect(requestId).toBeTruthy();
     expect(stdout).toContain('CACHE_URL is not set');
 
+    cleanups.push(() => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
     const exited = once(child, 'exit');
     child.kill('SIGTERM');
     const [code] = (await exited) as [number | null];
