@@ -96,7 +96,14 @@ async function authorize(ctx: AppContext, request: FastifyRequest): Promise<void
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (key && match?.[1] && sameSecret(match[1], key)) return;
   }
-  const session = await ctx.sessions.fromHeaders(request.headers);
+  let session: Awaited<ReturnType<AppContext['sessions']['fromHeaders']>>;
+  try {
+    session = await ctx.sessions.fromHeaders(request.headers);
+  } catch (err) {
+    // A wrong key stays a 403 even when sessions cannot be read (store outage).
+    if (header !== undefined) throw forbidden('Invalid metrics key');
+    throw err;
+  }
   if (session?.user.role === 'admin') return;
   if (header !== undefined || session) {
     throw forbidden(session && header === undefined ? 'Administrator role required' : 'Invalid metrics key');

@@ -157,7 +157,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     subscribe: (topic, handler) => local.subscribe(topic, handler),
     isDegraded: () => degraded,
     stats: () => counters.snapshot(),
-    async start(timeoutMs = 5_000) {
+    async start(timeoutMs = 2_000) {
       if (allReady()) {
         await recover();
         return;
