@@ -2,7 +2,7 @@
 // redis-server), 1,000 WebSocket clients spread over them, 100 messages/s sent on instance A, end-to-end latency
 // measured on sockets of instance B (and, for comparison, of A). Prints a table.
 // Usage: npm run bench -- chat-latency [--sockets 1000] [--rate 100] [--seconds 20] [--observers 50]
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
 
@@ -17,6 +17,19 @@ const SECONDS = arg('seconds', 20);
 const WARMUP_SECONDS = 3;
 const OBSERVERS = arg('observers', 50);
 const SENDERS = 10;
+const METRICS_KEY = 'bench-metrics-key-bench-metrics-key-0123';
+
+async function busLatency(cluster: TestCluster, i: number): Promise<string> {
+  try {
+    const res = await fetch(`${cluster.url(i)}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_KEY}` },
+    });
+    const m = (await res.json()) as { pubsub: { averageLatencyMs: number; maxLatencyMs: number } };
+    return `avg ${m.pubsub.averageLatencyMs.toFixed(1)} ms, max ${m.pubsub.maxLatencyMs.toFixed(1)} ms`;
+  } catch {
+    return 'n/a';
+  }
+}
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -83,6 +96,7 @@ async function main() {
       CHAT_MAX_CONNECTIONS_PER_IP: String(SOCKETS * 2),
       CHAT_MAX_CONNECTIONS_PER_USER: String(SENDERS * 2),
       PRESENCE_DEBOUNCE_MS: '500',
+      METRICS_API_KEY: METRICS_KEY,
     },
   });
   const all: WebSocket[] = [];
@@ -107,6 +121,8 @@ async function main() {
       `${all.length} sockets connected in ${connectSeconds.toFixed(1)} s; sending ${RATE} msg/s on A…`,
     );
 
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
     let n = 0;
     const intervalMs = 1000 / RATE;
     const start = performance.now();
@@ -171,6 +187,12 @@ async function main() {
         `after ${WARMUP_SECONDS} s warm-up (${expected} messages measured)`,
     );
     console.table(table);
+    loopDelay.disable();
+    console.log(
+      `bench client event-loop delay: p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms, ` +
+        `p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms, max ${(loopDelay.max / 1e6).toFixed(1)} ms`,
+    );
+    console.log(`bus latency received on B (server /metrics): ${await busLatency(cluster, 1)}`);
   } finally {
     for (const ws of all) ws.terminate();
     await cluster.close();

@@ -120,7 +120,7 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     hub.release(conn);
   };
 
-  const open = (ws: WebSocket, ip: string, auth: AuthContext | null) => {
+  const open = (ws: WebSocket, socket: Duplex, ip: string, auth: AuthContext | null) => {
     const identity: ChatIdentity | null = auth
       ? {
           userId: auth.user.id,
@@ -136,6 +136,7 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     const conn: ChatConnection = {
       id: randomUUID(),
       ws,
+      socket,
       role,
       identity,
       ip,
@@ -145,6 +146,7 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
       errorWindowStart: Date.now(),
       pending: 0,
       chain: Promise.resolve(),
+      corked: false,
     };
     hub.add(conn);
     ws.on('pong', () => {
@@ -205,7 +207,7 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     // Re-checked after the await; from here to the registration in `open` everything is synchronous.
     if (ipFull()) return tooMany('address');
     if (auth && hub.userCount(auth.user.id) >= config.CHAT_MAX_CONNECTIONS_PER_USER) return tooMany('user');
-    wss.handleUpgrade(req, socket, head, (ws) => open(ws, ip, auth));
+    wss.handleUpgrade(req, socket, head, (ws) => open(ws, socket, ip, auth));
   };
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {

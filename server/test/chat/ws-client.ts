@@ -80,7 +80,14 @@ export function openChat(target: App | string, options: OpenOptions = {}): Promi
           const j = waiters.indexOf(waiter);
           if (j >= 0) {
             waiters.splice(j, 1);
-            reject(new Error(`timed out waiting for "${type}"; got ${JSON.stringify(log.slice(-5))}`));
+            reject(
+              new Error(
+                `timed out waiting for "${type}"; last events: ${log
+                  .slice(-5)
+                  .map((e) => JSON.stringify(e).slice(0, 200))
+                  .join(' | ')}`,
+              ),
+            );
           }
         }, timeoutMs).unref();
       });
