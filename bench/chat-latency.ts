@@ -2,6 +2,8 @@
 // redis-server), 1,000 WebSocket clients spread over them, 100 messages/s sent on instance A, end-to-end latency
 // measured on sockets of instance B (and, for comparison, of A). Prints a table.
 // Usage: npm run bench -- chat-latency [--sockets 1000] [--rate 100] [--seconds 20] [--observers 50]
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
@@ -17,6 +19,10 @@ const SECONDS = arg('seconds', 20);
 const WARMUP_SECONDS = 3;
 const OBSERVERS = arg('observers', 50);
 const SENDERS = 10;
+// By default the sockets that are not observed are raw TCP clients that complete the WebSocket handshake and then
+// discard what they receive: the server does exactly the same work for them, while the benchmark process (on the
+// same 2 cores) does not spend a core decoding 100,000 frames/s. --full-clients uses `ws` for every socket.
+const FULL_CLIENTS = args.includes('--full-clients');
 const METRICS_KEY = 'bench-metrics-key-bench-metrics-key-0123';
 
 async function busLatency(cluster: TestCluster, i: number): Promise<string> {
@@ -56,12 +62,42 @@ function connect(port: number, cookie?: string): Promise<WebSocket> {
   });
 }
 
-async function connectMany(port: number, count: number): Promise<WebSocket[]> {
-  const sockets: WebSocket[] = [];
+/** A WebSocket client that only reads and discards (see FULL_CLIENTS). */
+function connectDiscarding(port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(
+        `GET /chat HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+          `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n` +
+          `Origin: ${CLUSTER_ORIGIN}\r\n\r\n`,
+      );
+    });
+    let head = '';
+    const onData = (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      if (!head.startsWith('HTTP/1.1 101')) {
+        reject(new Error(`upgrade refused: ${head.split('\r\n')[0]}`));
+        return;
+      }
+      socket.on('data', () => {});
+      resolve(socket);
+    };
+    socket.on('data', onData);
+    socket.once('error', reject);
+  });
+}
+
+interface Closeable {
+  terminate?: () => void;
+  destroy?: () => void;
+}
+
+async function connectMany<T>(count: number, make: () => Promise<T>): Promise<T[]> {
+  const sockets: T[] = [];
   for (let i = 0; i < count; i += 50) {
-    sockets.push(
-      ...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, () => connect(port)))),
-    );
+    sockets.push(...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, make))));
   }
   return sockets;
 }
@@ -96,10 +132,12 @@ async function main() {
       CHAT_MAX_CONNECTIONS_PER_IP: String(SOCKETS * 2),
       CHAT_MAX_CONNECTIONS_PER_USER: String(SENDERS * 2),
       PRESENCE_DEBOUNCE_MS: '500',
+      // Discarding clients cannot answer pings; keep the first ping round beyond the run.
+      WS_PING_INTERVAL_MS: FULL_CLIENTS ? '30000' : '600000',
       METRICS_API_KEY: METRICS_KEY,
     },
   });
-  const all: WebSocket[] = [];
+  const all: Closeable[] = [];
   try {
     const cookie = await signUpMember(cluster);
     const perInstance = Math.floor(SOCKETS / 2);
@@ -110,13 +148,17 @@ async function main() {
     let measuring = false;
     const isMeasuring = () => measuring;
     const t0 = performance.now();
-    const restA = await connectMany(cluster.port(0), perInstance - SENDERS);
-    const onB = await connectMany(cluster.port(1), SOCKETS - perInstance);
-    all.push(...senders, ...restA, ...onB);
+    const observedB = await connectMany(OBSERVERS, () => connect(cluster.port(1)));
+    const observedA = await connectMany(10, () => connect(cluster.port(0)));
+    const quiet = (port: number): Promise<Closeable> =>
+      FULL_CLIENTS ? connect(port) : connectDiscarding(port);
+    const restA = await connectMany(perInstance - SENDERS - observedA.length, () => quiet(cluster.port(0)));
+    const restB = await connectMany(SOCKETS - perInstance - OBSERVERS, () => quiet(cluster.port(1)));
+    all.push(...senders, ...observedA, ...observedB, ...restA, ...restB);
     const connectSeconds = (performance.now() - t0) / 1000;
     // Every socket reads (the kernel buffers must drain); only observers parse.
-    const observersB = onB.slice(0, OBSERVERS).map((ws) => observe(ws, sentAt, isMeasuring));
-    const observersA = restA.slice(0, 10).map((ws) => observe(ws, sentAt, isMeasuring));
+    const observersB = observedB.map((ws) => observe(ws, sentAt, isMeasuring));
+    const observersA = observedA.map((ws) => observe(ws, sentAt, isMeasuring));
     console.log(
       `${all.length} sockets connected in ${connectSeconds.toFixed(1)} s; sending ${RATE} msg/s on A…`,
     );
@@ -183,7 +225,9 @@ async function main() {
       };
     });
     console.log(
-      `\n${all.length} sockets (${perInstance} on A, ${SOCKETS - perInstance} on B), ${RATE} msg/s on A for ${SECONDS} s ` +
+      `\n${all.length} sockets (${perInstance} on A, ${SOCKETS - perInstance} on B; ` +
+        `${FULL_CLIENTS ? 'all ws clients' : `${observersA.length + observersB.length + SENDERS} ws clients, the rest discarding`}), ` +
+        `${RATE} msg/s on A for ${SECONDS} s ` +
         `after ${WARMUP_SECONDS} s warm-up (${expected} messages measured)`,
     );
     console.table(table);
@@ -194,7 +238,10 @@ async function main() {
     );
     console.log(`bus latency received on B (server /metrics): ${await busLatency(cluster, 1)}`);
   } finally {
-    for (const ws of all) ws.terminate();
+    for (const c of all) {
+      c.terminate?.();
+      c.destroy?.();
+    }
     await cluster.close();
   }
 }
