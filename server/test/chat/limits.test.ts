@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 import { createVerifiedUser, type TestUser } from '../helpers/users.js';
 import { type ChatClient, openChat, refusedStatus } from './ws-client.js';
 
@@ -93,6 +94,33 @@ describe('chat limits and liveness', () => {
       await new Promise((resolve) => setTimeout(resolve, t.retryAfterMs + 20));
       c.send({ type: 'send_message', message: 'c', clientMessageId: 'c' });
       await c.next('new_message', (e) => e.message.clientMessageId === 'c');
+    });
+  });
+
+  describe('throttle while the store is down', () => {
+    it('falls back to a per-instance limit and keeps chat working', async () => {
+      const redis = await startRedisServer();
+      try {
+        const app = await listen({ CACHE_URL: redis.url, CHAT_THROTTLE_LIMIT: '2' });
+        const u = await createVerifiedUser(app, env.smtp);
+        const sender = await open(app, u.cookie);
+        const reader = await open(app);
+        await redis.stop();
+        // Wait for the bus to notice the outage (degraded mode); the throttle then counts locally.
+        const deadline = Date.now() + 15_000;
+        while (!app.ctx.realtime.bus.isDegraded() && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        expect(app.ctx.realtime.bus.isDegraded()).toBe(true);
+        for (const id of ['d1', 'd2']) {
+          sender.send({ type: 'send_message', message: id, clientMessageId: id });
+          await reader.next('new_message', (e) => e.message.clientMessageId === id);
+        }
+        sender.send({ type: 'send_message', message: 'd3', clientMessageId: 'd3' });
+        expect(await sender.next('throttled')).toMatchObject({ limit: 2 });
+      } finally {
+        await redis.close();
+      }
     });
   });
 
