@@ -67,6 +67,15 @@ describe('chat (single instance)', () => {
       expect(res.json()).toMatchObject({ code: 'UPGRADE_REQUIRED' });
     });
 
+    it('documents the chat routes in the OpenAPI document', async () => {
+      const res = await app.inject({ method: 'GET', url: '/openapi.json' });
+      expect(res.statusCode).toBe(200);
+      const paths = res.json().paths as Record<string, unknown>;
+      expect(Object.keys(paths)).toEqual(
+        expect.arrayContaining(['/chat', '/chat/history', '/admin/users/{id}/messages']),
+      );
+    });
+
     it('greets a guest with connected then message_history', async () => {
       const guest = await open();
       expect(guest.log[0]).toMatchObject({
@@ -149,6 +158,20 @@ describe('chat (single instance)', () => {
       const c = await open(alice.cookie);
       c.send({ type: 'send_message', message: 'x'.repeat(16 * 1024 - 100) });
       expect((await c.next('error')).code).toBe('MESSAGE_TOO_LONG');
+    });
+
+    it('bounds the requests of one socket waiting for the database', async () => {
+      const c = await open(alice.cookie);
+      const ids = Array.from({ length: 20 }, (_, i) => `burst-${i}-${randomUUID()}`);
+      for (const clientMessageId of ids) c.send({ type: 'send_message', message: 'burst', clientMessageId });
+      expect((await c.next('error')).code).toBe('TOO_MANY_REQUESTS');
+      // The first 16 are accepted and stored in order; the socket stays usable.
+      await c.next('new_message', (e) => e.message.clientMessageId === ids[15]);
+      const stored = c.log.filter((e) => e.type === 'new_message' && ids.includes(e.message.clientMessageId));
+      expect(stored.map((e) => e.message.clientMessageId)).toEqual(ids.slice(0, 16));
+      expect(c.log.filter((e) => e.type === 'error' && e.code === 'TOO_MANY_REQUESTS')).toHaveLength(4);
+      c.send({ type: 'ping' });
+      await c.next('pong');
     });
 
     it('closes a socket flooding invalid frames with 4029', async () => {
