@@ -18,29 +18,37 @@ async function main(): Promise<void> {
   const app = await buildApp(config, { prettyLogs: !config.isProduction && process.stdout.isTTY });
   await app.listen({ port: config.PORT, host: config.HOST });
 
+  // pino writes stdout asynchronously and its flush() returns at once; exiting while a write is in flight would
+  // let the synchronous flush at exit overtake it (the shutdown sequence would be logged out of order). A short
+  // pause lets pending writes land.
+  const exit = (code: number) => {
+    setTimeout(() => process.exit(code), 100);
+  };
+
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
     if (signals > 1) {
       app.log.warn({ signal }, 'second signal: forcing exit');
-      process.exit(1);
+      exit(1);
+      return;
     }
     // Health answers 503 from this moment, before any connection is touched.
     app.ctx.lifecycle.beginShutdown();
     app.log.info({ signal, timeoutMs: config.SHUTDOWN_TIMEOUT_MS }, 'shutting down');
     const timer = setTimeout(() => {
       app.log.error('shutdown timed out: forcing exit');
-      process.exit(1);
+      exit(1);
     }, config.SHUTDOWN_TIMEOUT_MS);
     timer.unref();
     app.close().then(
       () => {
         app.log.info('exiting');
-        process.exit(0);
+        exit(0);
       },
       (err: unknown) => {
         app.log.error({ err }, 'shutdown failed');
-        process.exit(1);
+        exit(1);
       },
     );
   };
