@@ -2,7 +2,9 @@
 // redis-server), 1,000 WebSocket clients spread over them, 100 messages/s sent on instance A, end-to-end latency
 // measured on sockets of instance B (and, for comparison, of A). Prints a table.
 // Usage: npm run bench -- chat-latency [--sockets 1000] [--rate 100] [--seconds 20] [--observers 50]
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
@@ -18,12 +20,25 @@ const RATE = arg('rate', 100);
 const SECONDS = arg('seconds', 20);
 const WARMUP_SECONDS = 3;
 const OBSERVERS = arg('observers', 50);
-const SENDERS = 10;
+// Many sender sockets, as many users would be: one socket processes its own requests one after another.
+const SENDERS = 50;
 // By default the sockets that are not observed are raw TCP clients that complete the WebSocket handshake and then
 // discard what they receive: the server does exactly the same work for them, while the benchmark process (on the
 // same 2 cores) does not spend a core decoding 100,000 frames/s. --full-clients uses `ws` for every socket.
 const FULL_CLIENTS = args.includes('--full-clients');
 const METRICS_KEY = 'bench-metrics-key-bench-metrics-key-0123';
+
+/** Resident memory (KiB) of the process listening on `port`, or NaN when it cannot be read (Linux only). */
+function rssOfPort(port: number): number {
+  try {
+    const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
+    const pid = out.match(/pid=(\d+)/)?.[1];
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(status.match(/VmRSS:\s+(\d+)/)?.[1]);
+  } catch {
+    return Number.NaN;
+  }
+}
 
 async function busLatency(cluster: TestCluster, i: number): Promise<string> {
   try {
@@ -147,6 +162,7 @@ async function main() {
     const sentAt = new Map<number, number>();
     let measuring = false;
     const isMeasuring = () => measuring;
+    const rssBefore = [rssOfPort(cluster.port(0)), rssOfPort(cluster.port(1))];
     const t0 = performance.now();
     const observedB = await connectMany(OBSERVERS, () => connect(cluster.port(1)));
     const observedA = await connectMany(10, () => connect(cluster.port(0)));
@@ -156,6 +172,8 @@ async function main() {
     const restB = await connectMany(SOCKETS - perInstance - OBSERVERS, () => quiet(cluster.port(1)));
     all.push(...senders, ...observedA, ...observedB, ...restA, ...restB);
     const connectSeconds = (performance.now() - t0) / 1000;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const rssAfter = [rssOfPort(cluster.port(0)), rssOfPort(cluster.port(1))];
     // Every socket reads (the kernel buffers must drain); only observers parse.
     const observersB = observedB.map((ws) => observe(ws, sentAt, isMeasuring));
     const observersA = observedA.map((ws) => observe(ws, sentAt, isMeasuring));
@@ -237,6 +255,12 @@ async function main() {
         `p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms, max ${(loopDelay.max / 1e6).toFixed(1)} ms`,
     );
     console.log(`bus latency received on B (server /metrics): ${await busLatency(cluster, 1)}`);
+    const perSocketKiB = (i: number) =>
+      ((rssAfter[i] ?? 0) - (rssBefore[i] ?? 0)) / (i === 0 ? perInstance : SOCKETS - perInstance);
+    console.log(
+      `server RSS growth per connected socket (after connect, before sending): A ${perSocketKiB(0).toFixed(1)} KiB, ` +
+        `B ${perSocketKiB(1).toFixed(1)} KiB`,
+    );
   } finally {
     for (const c of all) {
       c.terminate?.();
