@@ -5,14 +5,10 @@
 import { sql } from 'drizzle-orm';
 import { createTestEnv } from '../server/test/helpers/app.js';
 import { createAdmin, jsonHeaders } from '../server/test/helpers/users.js';
+import { numberArg } from './_lib.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const USERS = arg('users', 10_000);
-const RUNS = arg('runs', 3);
+const USERS = numberArg('users', 10_000);
+const RUNS = numberArg('runs', 3);
 
 async function main() {
   const env = await createTestEnv({ LOG_LEVEL: 'silent' });

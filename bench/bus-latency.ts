@@ -10,21 +10,12 @@ import type { Logger } from '../server/src/infra/logger.js';
 import { realtimeKeys } from '../server/src/realtime/keys.js';
 import { createRedisBus } from '../server/src/realtime/redis-bus.js';
 import { startRedisServer } from '../server/test/helpers/redis-server.js';
+import { numberArg, percentile } from './_lib.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const RATE = arg('rate', 1000);
-const SECONDS = arg('seconds', 10);
-const BYTES = arg('bytes', 200);
+const RATE = numberArg('rate', 1000);
+const SECONDS = numberArg('seconds', 10);
+const BYTES = numberArg('bytes', 200);
 const WARMUP = Math.min(RATE, 200);
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
-}
 
 async function main(): Promise<void> {
   const redis = await startRedisServer();

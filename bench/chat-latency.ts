@@ -9,23 +9,19 @@ import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
+import { flagArg, numberArg, percentile } from './_lib.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const SOCKETS = arg('sockets', 1000);
-const RATE = arg('rate', 100);
-const SECONDS = arg('seconds', 20);
+const SOCKETS = numberArg('sockets', 1000);
+const RATE = numberArg('rate', 100);
+const SECONDS = numberArg('seconds', 20);
 const WARMUP_SECONDS = 3;
-const OBSERVERS = arg('observers', 50);
+const OBSERVERS = numberArg('observers', 50);
 // Many sender sockets, as many users would be: one socket processes its own requests one after another.
 const SENDERS = 50;
 // By default the sockets that are not observed are raw TCP clients that complete the WebSocket handshake and then
 // discard what they receive: the server does exactly the same work for them, while the benchmark process (on the
 // same 2 cores) does not spend a core decoding 100,000 frames/s. --full-clients uses `ws` for every socket.
-const FULL_CLIENTS = args.includes('--full-clients');
+const FULL_CLIENTS = flagArg('full-clients');
 const METRICS_KEY = 'bench-metrics-key-bench-metrics-key-0123';
 
 /** Resident memory (KiB) of the process listening on `port`, or NaN when it cannot be read (Linux only). */
@@ -50,11 +46,6 @@ async function busLatency(cluster: TestCluster, i: number): Promise<string> {
   } catch {
     return 'n/a';
   }
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
 async function signUpMember(cluster: TestCluster): Promise<string> {

@@ -3,16 +3,13 @@
 // table is not trivially small. Each path runs sequentially (latency) and with 20 requests in flight
 // (throughput), over loopback HTTP. Usage: npx tsx bench/notification-list.ts [--requests 300] [--concurrency 20]
 import { sql } from 'drizzle-orm';
+import { NOTIFICATION_TYPES } from '../server/src/notifications/schemas.js';
 import { createTestEnv } from '../server/test/helpers/app.js';
 import { createVerifiedUser } from '../server/test/helpers/users.js';
+import { numberArg } from './_lib.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const REQUESTS = arg('requests', 300);
-const CONCURRENCY = arg('concurrency', 20);
+const REQUESTS = numberArg('requests', 300);
+const CONCURRENCY = numberArg('concurrency', 20);
 const PER_USER = 1_000;
 const OTHER_USERS = 50;
 
@@ -25,16 +22,7 @@ async function main() {
   try {
     const app = await env.app();
     const u = await createVerifiedUser(app, env.smtp);
-    const types = [
-      'system',
-      'message',
-      'friend_request',
-      'mention',
-      'announcement',
-      'warning',
-      'success',
-      'info',
-    ];
+    const types = NOTIFICATION_TYPES;
     const typeArr = `{${types.join(',')}}`;
     await app.ctx.database.db.execute(sql`
       insert into "user" (id, name, email, email_verified, created_at, updated_at)

@@ -49,6 +49,17 @@ export async function verifyPassword({
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
+/** Credential-guessing and mail-sending endpoints: limited per client IP, shared across instances. */
+const SENSITIVE_AUTH_PATHS = [
+  '/sign-in/email',
+  '/sign-in/username',
+  '/sign-up/email',
+  '/sign-in/magic-link',
+  '/request-password-reset',
+  '/forget-password',
+  '/reset-password',
+] as const;
+
 export const ACCESS_TOKEN_TTL_S = 15 * 60;
 /** Session lifetime and sliding refresh: extended at most once a day, so refreshes never cost a write per request. */
 export const SESSION_TTL_S = 7 * 24 * 60 * 60;
@@ -133,6 +144,7 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
     }
   }
 
+  const sensitiveRule = { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX };
   return betterAuth({
     appName: 'Herald',
     baseURL: config.API_BASE_URL,
@@ -260,16 +272,9 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
       window: 60,
       max: 300,
       customRules: {
-        '/sign-in/email': { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX },
-        '/sign-in/username': { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX },
-        '/sign-up/email': { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX },
-        '/sign-in/magic-link': { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX },
-        '/request-password-reset': {
-          window: config.AUTH_RATE_LIMIT_WINDOW_S,
-          max: config.AUTH_RATE_LIMIT_MAX,
-        },
-        '/forget-password': { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX },
-        '/reset-password': { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX },
+        ...Object.fromEntries(SENSITIVE_AUTH_PATHS.map((path) => [path, sensitiveRule])),
+        // A cookie-authenticated read that front ends poll; limiting it per IP would lock out users behind one NAT.
+        '/get-session': false,
       },
     },
     advanced: {

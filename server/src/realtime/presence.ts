@@ -1,4 +1,4 @@
-// Owns presence: who is online (SSE streams and chat sockets, ref-counted locally) and chat counts (guests per
+// Owns presence: who is online (notification SSE streams, ref-counted locally) and chat counts (guests per
 // connection, members and admins as distinct users). Each instance keeps its share in the store under its own
 // keys (sets of user ids, a guest counter) with the registry's lifetime; cluster-wide answers are computed over
 // live instances in one Lua call. Chat count changes are published on the bus at most every

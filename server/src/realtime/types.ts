@@ -11,11 +11,12 @@ export interface PresenceCounts {
 
 export interface Presence {
   /**
-   * Marks a user online on this instance (an SSE stream or a chat socket). Ref-counted locally and reflected
-   * cluster-wide; call the returned function when the connection ends.
+   * Marks a user reachable for live notification delivery on this instance (a notification SSE stream; chat
+   * sockets do not count, they receive no notifications). Ref-counted locally and reflected cluster-wide; call
+   * the returned function when the connection ends.
    */
   userConnected(userId: string): () => void;
-  /** True when the user holds a stream or socket on any live instance. */
+  /** True when the user holds a notification stream on any live instance. */
   isOnline(userId: string): Promise<boolean>;
   /** Batch form for broadcasts: the subset of `userIds` online anywhere. */
   onlineAmong(userIds: string[]): Promise<Set<string>>;

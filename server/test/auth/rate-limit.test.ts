@@ -52,6 +52,16 @@ describe('auth rate limits', () => {
     });
   });
 
+  it('does not limit session lookups (polled by front ends, cookie-authenticated)', async () => {
+    // Beyond better-auth's general per-IP rule (300 per minute) for every other /auth route.
+    const statuses = new Set<number>();
+    for (let n = 0; n < 320; n++) {
+      const res = await a.inject({ method: 'GET', url: '/auth/get-session', remoteAddress: '10.7.7.7' });
+      statuses.add(res.statusCode);
+    }
+    expect([...statuses]).toEqual([200]);
+  });
+
   it('ignores a forged X-Forwarded-For without TRUST_PROXY', async () => {
     const ip = '10.9.9.9';
     for (let n = 0; n < MAX; n++) {

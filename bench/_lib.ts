@@ -1,0 +1,20 @@
+// Small helpers shared by the benchmarks (argument parsing and percentiles).
+const argv = process.argv.slice(2);
+
+/** `--name <number>` from the command line, or the fallback. */
+export function numberArg(name: string, fallback: number): number {
+  const i = argv.indexOf(`--${name}`);
+  const value = i >= 0 ? Number(argv[i + 1]) : Number.NaN;
+  return Number.isFinite(value) ? value : fallback;
+}
+
+/** `--name` present on the command line. */
+export function flagArg(name: string): boolean {
+  return argv.includes(`--${name}`);
+}
+
+/** Nearest-rank percentile of an ascending array. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+}
