@@ -15,6 +15,7 @@ import { registerAdmin } from './admin/index.js';
 import { type Auth, createAuth } from './auth/auth.js';
 import { registerAuthBridge } from './auth/bridge.js';
 import { createSessionResolver, type SessionResolver } from './auth/guard.js';
+import { describeAuthRoutes } from './auth/openapi.js';
 import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
 import { installErrorHandling } from './http/errors.js';
@@ -137,8 +138,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     methods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'],
     maxAge: 600,
   });
+  const authOpenApi = await describeAuthRoutes(auth);
   await app.register(swagger, {
     openapi: {
+      openapi: '3.1.0',
       info: { title: 'Herald API', version: '0.1.0', description: 'Accounts, notifications and chat.' },
       servers: [{ url: config.API_BASE_URL }],
       components: {
@@ -146,6 +149,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       },
     },
     transform: jsonSchemaTransform,
+    // Herald's own routes come from their Zod schemas; /auth/* from better-auth's generator (hidden bridge route).
+    transformObject: (document) => {
+      if (!('openapiObject' in document)) return document.swaggerObject;
+      const { openapiObject } = document;
+      return {
+        ...openapiObject,
+        paths: { ...authOpenApi.paths, ...openapiObject.paths },
+        components: {
+          ...openapiObject.components,
+          schemas: { ...authOpenApi.schemas, ...openapiObject.components?.schemas },
+        },
+      } as typeof openapiObject;
+    },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { drizzleAdapter } from '@better-auth/drizzle-adapter';
 import { type BetterAuthPlugin, betterAuth } from 'better-auth';
 import { createAuthMiddleware } from 'better-auth/api';
-import { admin, genericOAuth, magicLink, username } from 'better-auth/plugins';
+import { admin, genericOAuth, magicLink, openAPI, username } from 'better-auth/plugins';
 import { sql } from 'drizzle-orm';
 import { BUILT_IN_SOCIAL_PROVIDERS, type Config } from '../config.js';
 import type { Store } from '../infra/cache.js';
@@ -117,12 +117,22 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
     );
   };
   const socialPlugins: BetterAuthPlugin[] = [];
-  let socialProviders: Record<string, { clientId: string; clientSecret: string }> = {};
+  let socialProviders: Record<
+    string,
+    { clientId: string; clientSecret: string; requireEmailVerification: boolean }
+  > = {};
   if (config.SOCIAL_CLIENT_ID && config.SOCIAL_CLIENT_SECRET) {
     const provider = config.SOCIAL_PROVIDER;
+    // better-auth reads this per provider (not from emailAndPassword): without it an account whose email the
+    // provider did not verify would get a session, bypassing the contract's "verified before sign-in" rule.
+    const requireEmailVerification = true;
     if (BUILT_IN_SOCIAL_PROVIDERS.has(provider) && !config.SOCIAL_ISSUER) {
       socialProviders = {
-        [provider]: { clientId: config.SOCIAL_CLIENT_ID, clientSecret: config.SOCIAL_CLIENT_SECRET },
+        [provider]: {
+          clientId: config.SOCIAL_CLIENT_ID,
+          clientSecret: config.SOCIAL_CLIENT_SECRET,
+          requireEmailVerification,
+        },
       };
     } else if (config.SOCIAL_ISSUER) {
       socialPlugins.push(
@@ -135,6 +145,7 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
               clientSecret: config.SOCIAL_CLIENT_SECRET,
               scopes: ['openid', 'email', 'profile'],
               pkce: true,
+              requireEmailVerification,
               // The contract's callback path; genericOAuth providers are served by the core /callback/:id route.
               redirectURI: `${config.API_BASE_URL}/auth/callback/${provider}`,
             },
@@ -187,7 +198,10 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
       cookieCache: { enabled: true, maxAge: ACCESS_TOKEN_TTL_S },
     },
     socialProviders,
-    account: { accountLinking: { enabled: true, trustedProviders: [config.SOCIAL_PROVIDER] } },
+    // A provider login joins an existing account of the same email only when the provider says it verified that
+    // email (and the local account is verified). No provider is "trusted" to skip this: one that lets users claim
+    // any address unverified would otherwise hand over the local account of that address.
+    account: { accountLinking: { enabled: true, requireLocalEmailVerified: true } },
     databaseHooks: {
       user: {
         update: {
@@ -287,6 +301,8 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
       ipAddress: { ipAddressHeaders: ['x-herald-client-ip'] },
     },
     plugins: [
+      // Only for describing /auth/* in Herald's OpenAPI document (auth/openapi.ts); its Scalar page is off.
+      openAPI({ disableDefaultReference: true }),
       username(),
       magicLink({
         expiresIn: 15 * 60,

@@ -1,0 +1,71 @@
+// Describes better-auth's /auth/* routes in Herald's OpenAPI document: better-auth generates their schema
+// (open-api plugin); this module prefixes the paths with the mount point and tags them, once at start-up.
+import type { Auth } from './auth.js';
+
+type PathItem = Record<string, { tags?: string[] } & Record<string, unknown>>;
+
+export interface AuthOpenApi {
+  paths: Record<string, PathItem>;
+  schemas: Record<string, unknown>;
+}
+
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'options', 'head']);
+
+export async function describeAuthRoutes(auth: Auth): Promise<AuthOpenApi> {
+  const generated = (await auth.api.generateOpenAPISchema()) as unknown as {
+    paths?: Record<string, PathItem>;
+    components?: { schemas?: Record<string, unknown> };
+  };
+  const paths: Record<string, PathItem> = {};
+  for (const [path, item] of Object.entries(generated.paths ?? {})) {
+    // Internal helper endpoints are not part of the public surface.
+    if (path.startsWith('/open-api')) continue;
+    const ops: PathItem = {};
+    for (const [method, op] of Object.entries(item)) {
+      if (!HTTP_METHODS.has(method)) continue;
+      ops[method] = { ...op, tags: ['accounts (better-auth)'] };
+    }
+    paths[`/auth${path}`] = ops;
+  }
+  addBridgeAdapters(paths);
+  return { paths, schemas: generated.components?.schemas ?? {} };
+}
+
+/** Routes the bridge adds on top of better-auth (auth/bridge.ts): the contract's alias and POST verify-email. */
+function addBridgeAdapters(paths: Record<string, PathItem>): void {
+  const reset = paths['/auth/request-password-reset']?.post;
+  if (reset) {
+    paths['/auth/forget-password'] = {
+      post: {
+        ...reset,
+        operationId: 'forgetPassword',
+        summary: 'Request a password reset email (alias of /auth/request-password-reset)',
+      },
+    };
+  }
+  const verify = paths['/auth/verify-email']?.get;
+  if (verify) {
+    paths['/auth/verify-email'] = {
+      ...paths['/auth/verify-email'],
+      post: {
+        tags: verify.tags,
+        operationId: 'verifyEmailPost',
+        summary: 'Verify an email address with the token from the verification email (body instead of query)',
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['token'],
+                additionalProperties: false,
+                properties: { token: { type: 'string', minLength: 1 }, callbackURL: { type: 'string' } },
+              },
+            },
+          },
+        },
+        responses: verify.responses,
+      },
+    };
+  }
+}
