@@ -4,13 +4,17 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { eq } from 'drizzle-orm';
 import Provider from 'oidc-provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
+import { account as accountTable } from '../../src/infra/schema/index.js';
 import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
+import { createVerifiedUser } from '../helpers/users.js';
 
 const CLIENT_ID = 'herald-test';
 const CLIENT_SECRET = 'herald-test-secret-0123456789abcdef';
+const VICTIM_EMAIL = 'victim.local@example.test';
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -69,7 +73,41 @@ describe('social sign-in with a generic OIDC provider', () => {
   let issuer: string;
   const accounts = new Map([
     ['alice', { email: 'alice.oidc@example.test', email_verified: true, name: 'Alice OIDC' }],
+    ['mallory', { email: 'mallory.oidc@example.test', email_verified: false, name: 'Mallory' }],
+    // Claims the address of an existing verified local account without the provider having verified it.
+    ['eve', { email: VICTIM_EMAIL, email_verified: false, name: 'Eve' }],
   ]);
+
+  /** Runs the whole provider round trip for `login`; stops at the first redirect to the front end. */
+  async function socialSignIn(browser: Browser, login: string): Promise<string> {
+    const start = await browser.request(`${apiBase}/auth/sign-in/social`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: TEST_ORIGIN },
+      body: JSON.stringify({
+        provider: 'oidc',
+        callbackURL: `${TEST_ORIGIN}/after-login`,
+        errorCallbackURL: `${TEST_ORIGIN}/login-error`,
+      }),
+    });
+    expect(start.status).toBe(200);
+    const { url } = (await start.json()) as { url: string };
+    const form = async (at: string, fields: Record<string, string>) => {
+      const step = await browser.follow(at);
+      const html = await step.res.text();
+      const action = html.match(/action="([^"]+)"/)?.[1];
+      expect(action, html.slice(0, 300)).toBeDefined();
+      const submit = await browser.request(new URL(action ?? '', issuer).toString(), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields).toString(),
+      });
+      return new URL(submit.headers.get('location') ?? '', issuer).toString();
+    };
+    const afterLogin = await form(url, { prompt: 'login', login, password: 'anything' });
+    const afterConsent = await form(afterLogin, { prompt: 'consent' });
+    const end = await browser.follow(afterConsent, (u) => u.toString().startsWith(TEST_ORIGIN));
+    return end.url;
+  }
 
   beforeAll(async () => {
     const [oidcPort, apiPort] = await Promise.all([freePort(), freePort()]);
@@ -167,6 +205,31 @@ describe('social sign-in with a generic OIDC provider', () => {
     });
     const ctx = await app.ctx.sessions.fromHeaders({ cookie });
     expect(ctx?.user.email).toBe('alice.oidc@example.test');
+  });
+
+  it('refuses a session while the provider has not verified the email, and sends a verification link', async () => {
+    const browser = new Browser();
+    const end = await socialSignIn(browser, 'mallory');
+    expect(end.startsWith(`${TEST_ORIGIN}/login-error`), end).toBe(true);
+    expect(new URL(end).searchParams.get('error')).toBe('email_not_verified');
+    expect(browser.cookieHeader(new URL(apiBase).host)).not.toContain('session_token');
+    const mail = await env.smtp.waitFor(
+      (m) => m.to.includes('mallory.oidc@example.test') && m.subject.includes('Verify'),
+    );
+    expect(mail.text).toContain(`${TEST_ORIGIN}/verify-email?token=`);
+  });
+
+  it('never signs into an existing account through a provider that did not verify its email', async () => {
+    const victim = await createVerifiedUser(app, env.smtp, { email: VICTIM_EMAIL });
+    const browser = new Browser();
+    const end = await socialSignIn(browser, 'eve');
+    expect(end.startsWith(`${TEST_ORIGIN}/login-error`), end).toBe(true);
+    expect(browser.cookieHeader(new URL(apiBase).host)).not.toContain('session_token');
+    const linked = await app.ctx.database.db
+      .select()
+      .from(accountTable)
+      .where(eq(accountTable.userId, victim.id));
+    expect(linked.map((a) => a.providerId)).toEqual(['credential']);
   });
 
   it('rejects unknown providers and a callback without state', async () => {
