@@ -69,6 +69,22 @@ const httpUrl = (name: string) =>
     { message: `${name} must be an absolute http(s) URL` },
   );
 
+/**
+ * Browsers send `Origin` as scheme://host[:port], host lowercased, default port dropped; allowlist entries are
+ * reduced to that form so a trailing slash or capitals cannot silently break CORS (or differ from the WebSocket
+ * check). Anything that is not a bare http(s) origin is a configuration error.
+ */
+function normalizeOrigin(entry: string): string | undefined {
+  try {
+    const u = new URL(entry);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined;
+    if (u.username || u.password || u.pathname !== '/' || u.search || u.hash) return undefined;
+    return u.origin;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Instance ids end up in Redis keys, logs and metrics: keep them to a safe alphabet and length. */
 export function sanitizeInstanceId(raw: string): string {
   const cleaned = raw.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64);
@@ -251,6 +267,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'COOKIE_SAME_SITE: "none" requires an https API_BASE_URL (browsers drop insecure SameSite=None cookies)',
     );
   }
+  const origins: string[] = [];
+  for (const entry of e.CORS_ALLOWLISTED_ORIGINS) {
+    const origin = normalizeOrigin(entry);
+    if (origin) origins.push(origin);
+    else {
+      problems.push(
+        `CORS_ALLOWLISTED_ORIGINS: "${entry}" is not an origin (expected http(s)://host[:port], no path)`,
+      );
+    }
+  }
   if ((e.SOCIAL_CLIENT_ID === undefined) !== (e.SOCIAL_CLIENT_SECRET === undefined)) {
     problems.push('SOCIAL_CLIENT_ID and SOCIAL_CLIENT_SECRET must be set together');
   }
@@ -270,8 +296,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     API_BASE_URL: apiBaseUrl,
     FE_BASE_URL: fe,
     // An empty allowlist in development would make the bundled web app unusable; default to the front end.
-    CORS_ALLOWLISTED_ORIGINS:
-      e.CORS_ALLOWLISTED_ORIGINS.length > 0 ? e.CORS_ALLOWLISTED_ORIGINS : [new URL(fe).origin],
+    CORS_ALLOWLISTED_ORIGINS: origins.length > 0 ? [...new Set(origins)] : [new URL(fe).origin],
     INSTANCE_ID: sanitizeInstanceId(e.INSTANCE_ID ?? `api-${randomUUID()}`),
     AUTH_SECRET: e.AUTH_SECRET ?? developmentSecret(e.DATA_DIR),
     distributed: Boolean(e.CACHE_URL) && e.ENABLE_DISTRIBUTED_CHAT,

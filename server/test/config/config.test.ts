@@ -54,6 +54,32 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('reduces CORS entries to the origin browsers send and refuses anything else', () => {
+    const c = loadConfig({
+      ...base,
+      CORS_ALLOWLISTED_ORIGINS:
+        'https://App.Example/,https://a.example:443,http://b.example:8080,https://app.example',
+    });
+    expect(c.CORS_ALLOWLISTED_ORIGINS).toEqual([
+      'https://app.example',
+      'https://a.example',
+      'http://b.example:8080',
+    ]);
+    const bad = [
+      '*',
+      'app.example',
+      'https://app.example/path',
+      'https://fe.example@evil.example',
+      'ftp://x.example',
+    ];
+    expect(problemsOf({ ...base, CORS_ALLOWLISTED_ORIGINS: bad.join(',') })).toEqual(
+      bad.map(
+        (entry) =>
+          `CORS_ALLOWLISTED_ORIGINS: "${entry}" is not an origin (expected http(s)://host[:port], no path)`,
+      ),
+    );
+  });
+
   it('accepts FRONTEND_URL as an alias of FE_BASE_URL and refuses two different values', () => {
     expect(loadConfig({ ...base, FRONTEND_URL: 'https://app.example/' }).FE_BASE_URL).toBe(
       'https://app.example',
