@@ -6,7 +6,12 @@ import { z } from 'zod';
 import { authOf, requireAdmin, requireUser } from '../auth/guard.js';
 import { notFound } from '../http/errors.js';
 import type { ChatRepository, HistoryCursor } from './chat-repository.js';
-import { ChatLimits, ChatMessageSchema } from './protocol.js';
+import { ChatLimits, ChatMessageSchema, noNul } from './protocol.js';
+
+// PostgreSQL timestamps start at 0001-01-01 (no year 0 on input) and the ISO form stops at 9999; a cursor outside
+// would make the query fail. Older than the earliest instant is an empty page; later than the latest is "all".
+const EARLIEST_CURSOR_MS = Date.parse('0001-01-01T00:00:00.000Z');
+const LATEST_CURSOR_MS = Date.parse('9999-12-31T23:59:59.999Z');
 
 const ErrorSchema = z.object({
   code: z.string(),
@@ -77,9 +82,13 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
     async (request) => {
       const { limit, before } = request.query;
       if (before === undefined) return { messages: await deps.repo.recent(limit) };
-      const cursor: HistoryCursor = z.guid().safeParse(before).success
-        ? { kind: 'id', id: before }
-        : { kind: 'time', at: new Date(before) };
+      let cursor: HistoryCursor;
+      if (z.guid().safeParse(before).success) cursor = { kind: 'id', id: before };
+      else {
+        const at = Date.parse(before);
+        if (at < EARLIEST_CURSOR_MS) return { messages: [] };
+        cursor = { kind: 'time', at: new Date(Math.min(at, LATEST_CURSOR_MS)) };
+      }
       const messages = await deps.repo.before(cursor, limit);
       if (!messages)
         throw notFound('MESSAGE_NOT_FOUND', 'No message with this id; page with its createdAt instead');
@@ -94,7 +103,13 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
       schema: {
         tags: ['chat', 'admin'],
         summary: 'Delete every chat message of a user and tell every client (messages_purged)',
-        params: z.strictObject({ id: z.string().min(1).max(255) }),
+        params: z.strictObject({
+          id: z
+            .string()
+            .min(1)
+            .max(255)
+            .refine(noNul, { message: 'must not contain NUL (U+0000) characters' }),
+        }),
         response: {
           200: z.object({ deletedCount: z.number().int().min(0) }).meta({ example: { deletedCount: 12 } }),
           400: ErrorSchema,

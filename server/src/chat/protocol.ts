@@ -55,13 +55,16 @@ export type ChatErrorCode = (typeof ChatErrorCode)[keyof typeof ChatErrorCode];
 // Client → server
 
 const messageText = z.string().max(ChatLimits.MAX_FRAME_BYTES);
+// PostgreSQL text cannot hold U+0000: without this check the insert fails and the client sees INTERNAL_ERROR.
+export const noNul = (s: string) => !s.includes('\u0000');
+const NO_NUL = { message: 'must not contain NUL (U+0000) characters' };
 const messageId = z.guid({ message: 'must be a message id (UUID)' });
 
 export const PingSchema = z.strictObject({ type: z.literal('ping') });
 export const SendMessageSchema = z.strictObject({
   type: z.literal('send_message'),
   message: messageText,
-  clientMessageId: z.string().min(1).max(ChatLimits.CLIENT_MESSAGE_ID_MAX).optional(),
+  clientMessageId: z.string().min(1).max(ChatLimits.CLIENT_MESSAGE_ID_MAX).refine(noNul, NO_NUL).optional(),
 });
 export const EditMessageSchema = z.strictObject({
   type: z.literal('edit_message'),
@@ -145,6 +148,13 @@ export function normalizeMessageText(input: string, allowMultiline: boolean): Te
         message: `Message is longer than ${ChatLimits.MESSAGE_MAX_CHARS} characters`,
       };
     }
+  }
+  if (!noNul(text)) {
+    return {
+      ok: false,
+      code: ChatErrorCode.VALIDATION_ERROR,
+      message: `message: ${NO_NUL.message}`,
+    };
   }
   if (!allowMultiline && LINE_BREAK.test(text)) {
     return { ok: false, code: ChatErrorCode.MESSAGE_MULTILINE, message: 'Message must be a single line' };

@@ -61,6 +61,21 @@ describe('chat (single instance)', () => {
       expect(refused.status).toBe(403);
     });
 
+    it.each([
+      'null',
+      'HTTP://LOCALHOST:3000',
+      'http://localhost:3000/',
+      'http://localhost:3000.evil.example',
+      'http://localhost:3000@evil.example',
+      'http://evil.example#http://localhost:3000',
+      'http://localhost:3001',
+      'https://localhost:3000',
+    ])('refuses the look-alike Origin %s with 403', async (origin) => {
+      const refused = await refusedStatus(app, { origin, cookie: alice.cookie });
+      expect(refused.status).toBe(403);
+      expect(JSON.parse(refused.body)).toMatchObject({ code: 'FORBIDDEN' });
+    });
+
     it('answers a plain GET /chat with 426', async () => {
       const res = await app.inject({ method: 'GET', url: '/chat' });
       expect(res.statusCode).toBe(426);
@@ -125,6 +140,8 @@ describe('chat (single instance)', () => {
       ['{"type":"send_message","message":"hi","extra":true}', 'VALIDATION_ERROR'],
       ['{"type":"send_message","message":"hi","clientMessageId":""}', 'VALIDATION_ERROR'],
       [`{"type":"send_message","message":"hi","clientMessageId":"${'x'.repeat(101)}"}`, 'VALIDATION_ERROR'],
+      ['{"type":"send_message","message":"hi","clientMessageId":"a\\u0000b"}', 'VALIDATION_ERROR'],
+      ['{"type":"send_message","message":"a\\u0000b"}', 'VALIDATION_ERROR'],
       ['{"type":"edit_message","messageId":"nope","message":"x"}', 'VALIDATION_ERROR'],
       ['{"type":"delete_message"}', 'VALIDATION_ERROR'],
       ['{"type":"typing","isTyping":"yes"}', 'VALIDATION_ERROR'],
@@ -237,12 +254,50 @@ describe('chat (single instance)', () => {
 
     it('allows line breaks for admins only', async () => {
       const member = await open(alice.cookie);
-      for (const text of ['line one\nline two', 'a\r\nb', 'a\u2028b']) {
+      for (const text of ['line one\nline two', 'a\r\nb', 'a\rb', 'a\u2028b', 'a\u2029b', 'a\u0085b']) {
         member.send({ type: 'send_message', message: text });
         expect((await member.next('error')).code).toBe('MESSAGE_MULTILINE');
       }
       const ad = await open(admin.cookie);
       expect((await say(ad, 'line one\nline two\n')).message.message).toBe('line one\nline two');
+    });
+
+    it('rejects a NUL character in an edit as invalid input, not as a database failure', async () => {
+      const c = await open(alice.cookie);
+      const original = (await say(c, 'to be edited')).message;
+      c.send({ type: 'edit_message', messageId: original.id, message: 'a\u0000b' });
+      expect((await c.next('error')).code).toBe('VALIDATION_ERROR');
+    });
+
+    it('keeps a member whose email is no longer verified from writing or typing', async () => {
+      const u = await createVerifiedUser(app, env.smtp, { name: 'Unverified' });
+      const before = await open(u.cookie);
+      const own = (await say(before, 'while verified')).message;
+      // The admin plugin's update-user refreshes the stored session records, as a real un-verification would.
+      const res = await app.inject({
+        method: 'POST',
+        url: '/auth/admin/update-user',
+        headers: jsonHeaders(admin.cookie),
+        payload: { userId: u.id, data: { emailVerified: false } },
+      });
+      expect(res.statusCode).toBe(200);
+      const c = await open(u.cookie);
+      expect(c.log[0]).toMatchObject({ type: 'connected', userId: u.id, role: 'member' });
+      const watcher = await open(bob.cookie);
+      for (const frame of [
+        { type: 'send_message', message: 'let me in', clientMessageId: 'unverified-1' },
+        { type: 'edit_message', messageId: own.id, message: 'changed' },
+        { type: 'delete_message', messageId: own.id },
+        { type: 'typing', isTyping: true },
+      ]) {
+        c.send(frame);
+        expect((await c.next('error')).code).toBe('EMAIL_NOT_VERIFIED');
+      }
+      // A later message is a barrier: nothing from the unverified socket reached the watcher.
+      await say(watcher, 'marker after unverified');
+      expect(watcher.log.some((e) => e.type === 'typing' && e.userId === u.id)).toBe(false);
+      const rows = await app.ctx.database.db.select().from(chatMessage).where(eq(chatMessage.userId, u.id));
+      expect(rows.map((r) => r.message)).toEqual(['while verified']);
     });
 
     it('lets the owner edit and delete, others get FORBIDDEN, admins may moderate', async () => {
@@ -371,6 +426,23 @@ describe('chat (single instance)', () => {
         headers: { cookie: admin.cookie },
       });
       expect(again.json()).toEqual({ deletedCount: 0 });
+    });
+
+    it('answers an unknown user id with deletedCount 0 and a NUL in the id with 400', async () => {
+      const unknown = await app.inject({
+        method: 'DELETE',
+        url: `/admin/users/${randomUUID()}/messages`,
+        headers: { cookie: admin.cookie },
+      });
+      expect(unknown.statusCode).toBe(200);
+      expect(unknown.json()).toEqual({ deletedCount: 0 });
+      const nul = await app.inject({
+        method: 'DELETE',
+        url: '/admin/users/a%00b/messages',
+        headers: { cookie: admin.cookie },
+      });
+      expect(nul.statusCode).toBe(400);
+      expect(nul.json().code).toBe('VALIDATION_ERROR');
     });
   });
 

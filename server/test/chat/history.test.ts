@@ -94,6 +94,16 @@ describe('chat history', () => {
     expect(typeof res.json().code).toBe('string');
   });
 
+  it.each([
+    ['0000-01-01T00:00:00Z', 0],
+    ['0001-01-01T00:30:00+01:00', 0],
+    ['9999-12-31T23:59:59-05:00', 5],
+  ])('answers a before=%s at the edge of the timestamp range without failing', async (at, count) => {
+    const res = await history(`?limit=5&before=${encodeURIComponent(at)}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().messages).toHaveLength(count);
+  });
+
   it('requires a session', async () => {
     const res = await app.inject({ method: 'GET', url: '/chat/history' });
     expect(res.statusCode).toBe(401);
