@@ -109,6 +109,9 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
 
   /** The identity allowed to write, or null after telling the client why not. */
   const writer = (conn: ChatConnection): ChatIdentity | null => {
+    // A socket being closed (ban, sign-out, abuse) may still have requests queued behind a slow one: none of
+    // them may be stored or broadcast after the close began.
+    if (conn.ws.readyState !== conn.ws.OPEN) return null;
     const id = conn.identity;
     if (!id) {
       fail(conn, ChatErrorCode.UNAUTHORIZED, 'Guests are read-only: sign in to take part');
