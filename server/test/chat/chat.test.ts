@@ -232,6 +232,10 @@ describe('chat (single instance)', () => {
         clientMessageId,
       });
       expect(message.editedAt).toBeUndefined();
+      // Exactly the contract's ChatMessage fields, nothing internal (seq) leaks.
+      expect(Object.keys(message).sort()).toEqual(
+        ['clientMessageId', 'createdAt', 'id', 'message', 'userAvatar', 'userId', 'userName'].sort(),
+      );
       expect(Date.parse(message.createdAt)).not.toBeNaN();
       for (const e of events) expect(e.message).toEqual(message);
       const rows = await app.ctx.database.db.select().from(chatMessage).where(eq(chatMessage.id, message.id));
