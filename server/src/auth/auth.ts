@@ -181,8 +181,11 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
         try {
           return (await store.incrWindow(authPrefix + key, ttl * 1000)).count;
         } catch (err) {
-          // Rate limits fail open while the store is down: reading a session must keep working, and
-          // sign-in/sign-up cannot create sessions without the store anyway (set fails → 503).
+          // Keys are `<ip>|<path>`. The credential-guessing and mail-sending routes fail closed (the bridge answers
+          // 503): uncounted, a store outage would allow unlimited password guesses (a right one showing as 503, a
+          // wrong one as 401) and unlimited emails. Other routes fail open so sessions keep working.
+          const path = key.slice(key.lastIndexOf('|') + 1);
+          if ((SENSITIVE_AUTH_PATHS as readonly string[]).includes(path)) throw err;
           logger.warn({ err: (err as Error).message }, 'auth rate-limit store unreachable; not counting');
           return 1;
         }

@@ -15,7 +15,7 @@ import * as schema from '../../src/infra/schema/index.js';
 import type { UserDisconnect } from '../../src/realtime/types.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { tokenFrom } from '../helpers/smtp.js';
-import { createAdmin, createVerifiedUser, jsonHeaders, signIn } from '../helpers/users.js';
+import { createAdmin, createVerifiedUser, jsonHeaders, signIn, uniqueEmail } from '../helpers/users.js';
 
 /** A database whose Drizzle instance counts every query it runs. */
 function countingDatabase(url: string) {
@@ -328,6 +328,19 @@ describe('sessions when the store is unreachable', () => {
     });
     expect(signInRes.statusCode).toBe(503);
     expect(signInRes.json().code).toBe('UNAVAILABLE');
+    // Rate limits cannot be counted: the limited routes refuse rather than allow unlimited guesses or emails
+    // (a wrong password must not answer 401 while the right one answers 503).
+    for (const [url, payload] of [
+      ['/auth/sign-in/email', { email: u.email, password: 'wrong password' }],
+      ['/auth/sign-in/username', { username: 'nobody_here', password: 'wrong password' }],
+      ['/auth/sign-up/email', { email: uniqueEmail(), password: 'long enough pw', name: 'N' }],
+      ['/auth/forget-password', { email: u.email }],
+      ['/auth/sign-in/magic-link', { email: u.email }],
+    ] as const) {
+      const res = await app.inject({ method: 'POST', url, headers: jsonHeaders(), payload });
+      expect(res.statusCode, url).toBe(503);
+      expect(res.json().code).toBe('UNAVAILABLE');
+    }
     const health = await app.inject({ method: 'GET', url: '/health' });
     expect(health.json().status).toBe('degraded');
   });
