@@ -5,10 +5,17 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { type Db, rowsOf } from '../infra/db.js';
 import { textArray } from '../notifications/repository.js';
-import { MetadataSchema, NotificationTypeSchema, StrategyNameSchema } from '../notifications/schemas.js';
+import {
+  ContentSchema,
+  MetadataSchema,
+  NotificationTypeSchema,
+  noNul,
+  StrategyNameSchema,
+  TitleSchema,
+} from '../notifications/schemas.js';
 import type { NotificationService } from '../notifications/service.js';
 
-const Identifier = z.string().trim().min(1).max(320);
+const Identifier = z.string().trim().min(1).max(320).refine(noNul, 'must not contain NUL characters');
 
 export const BroadcastBodySchema = z.strictObject({
   target: z.discriminatedUnion('scope', [
@@ -18,8 +25,8 @@ export const BroadcastBodySchema = z.strictObject({
   ]),
   notification: z.strictObject({
     type: NotificationTypeSchema,
-    title: z.string().min(1).max(255),
-    content: z.string().min(1).max(5000),
+    title: TitleSchema,
+    content: ContentSchema,
     metadata: MetadataSchema.optional(),
     deliveryOptions: z
       .strictObject({ strategies: z.array(StrategyNameSchema).min(1).max(3).optional() })

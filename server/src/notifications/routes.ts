@@ -24,7 +24,8 @@ export const ErrorSchema = z.object({
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema };
 const tags = ['notifications'];
 const security = [{ session: [] }];
-const IdParams = z.object({ id: z.string().max(64) });
+// Any malformed id is simply not found (404), like another user's; the service checks the uuid shape.
+const IdParams = z.object({ id: z.string() });
 
 export function registerNotificationRoutes(
   app: FastifyInstance,

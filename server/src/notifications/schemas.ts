@@ -25,6 +25,30 @@ export const DEFAULT_PUSH_TYPES: NotificationType[] = ['message', 'friend_reques
 
 export const METADATA_MAX_BYTES = 16 * 1024;
 
+/** PostgreSQL text and jsonb cannot hold U+0000: refuse it up front (400) instead of failing the query (500). */
+const NUL = '\u0000';
+export const noNul = (s: string) => !s.includes(NUL);
+const NO_NUL_MESSAGE = 'must not contain NUL characters';
+export const TitleSchema = z.string().min(1).max(255).refine(noNul, NO_NUL_MESSAGE);
+export const ContentSchema = z.string().min(1).max(5000).refine(noNul, NO_NUL_MESSAGE);
+
+/**
+ * Serialised size of metadata, or null when it cannot be stored: a NUL in any key or string, or nesting so
+ * deep that serialising it overflows the stack.
+ */
+function storableMetadataBytes(m: unknown): number | null {
+  let nul = false;
+  try {
+    const json = JSON.stringify(m, (key, value) => {
+      if (key.includes(NUL) || (typeof value === 'string' && value.includes(NUL))) nul = true;
+      return value;
+    });
+    return nul ? null : Buffer.byteLength(json);
+  } catch {
+    return null;
+  }
+}
+
 export const ActionSchema = z.strictObject({
   actionId: z.string().min(1).max(100),
   type: z.literal('link'),
@@ -42,15 +66,21 @@ export const MetadataSchema = z
     expiresAt: z.iso.datetime({ offset: true }).optional(),
     data: z.record(z.string(), z.unknown()).optional(),
   })
-  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES, {
-    message: `metadata must be at most ${METADATA_MAX_BYTES} bytes when serialised`,
-  });
+  .refine(
+    (m) => {
+      const bytes = storableMetadataBytes(m);
+      return bytes !== null && bytes <= METADATA_MAX_BYTES;
+    },
+    {
+      message: `metadata must be at most ${METADATA_MAX_BYTES} bytes when serialised, without NUL characters`,
+    },
+  );
 export type Metadata = z.infer<typeof MetadataSchema>;
 
 export const NewNotificationSchema = z.strictObject({
   type: NotificationTypeSchema,
-  title: z.string().min(1).max(255),
-  content: z.string().min(1).max(5000),
+  title: TitleSchema,
+  content: ContentSchema,
   metadata: MetadataSchema.optional(),
 });
 export type NewNotification = z.infer<typeof NewNotificationSchema>;
@@ -124,7 +154,7 @@ export const ListQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),
   filter: z.enum(['all', 'read', 'unread']).default('all'),
   type: NotificationTypeSchema.optional(),
-  search: z.string().max(200).optional(),
+  search: z.string().max(200).refine(noNul, NO_NUL_MESSAGE).optional(),
 });
 export type ListQuery = z.infer<typeof ListQuerySchema>;
 
@@ -149,19 +179,22 @@ export const CountsSchema = z.object({
 export type Counts = z.infer<typeof CountsSchema>;
 
 export interface ActionUrlPolicy {
+  /** `host` of FE_BASE_URL: hostname plus the port when it is not the scheme's default. */
   feHost: string;
+  /** ACTION_ALLOWED_DOMAINS entries: a hostname (default port) or `hostname:port`. */
   allowedHosts: string[];
 }
 
 export function actionUrlPolicy(feBaseUrl: string, allowedDomains: string[]): ActionUrlPolicy {
   return {
-    feHost: new URL(feBaseUrl).hostname.toLowerCase(),
+    feHost: new URL(feBaseUrl).host.toLowerCase(),
     allowedHosts: allowedDomains.map((d) => d.toLowerCase()),
   };
 }
 
 /**
- * A path on the front end (single leading slash), or http(s) on the front end's host or an allowlisted host.
+ * A path on the front end (single leading slash), or http(s) on the front end's host or an allowlisted host
+ * (hostname and port both match; a default port may be written or left out).
  * Browsers treat `//host` and `/\host` as protocol-relative, so both are refused along with control characters.
  */
 export function isAllowedActionUrl(url: string, policy: ActionUrlPolicy): boolean {
@@ -176,11 +209,9 @@ export function isAllowedActionUrl(url: string, policy: ActionUrlPolicy): boolea
   }
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return false;
   if (parsed.username || parsed.password) return false;
-  const hostname = parsed.hostname.toLowerCase();
+  // The port is part of the host: another port on the same machine is another application (another origin).
   const host = parsed.host.toLowerCase();
-  return (
-    hostname === policy.feHost || policy.allowedHosts.includes(hostname) || policy.allowedHosts.includes(host)
-  );
+  return host === policy.feHost || policy.allowedHosts.includes(host);
 }
 
 /** Throws 400 ACTION_URL_NOT_ALLOWED for the first action whose URL breaks the rule. */

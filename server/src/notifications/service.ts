@@ -61,6 +61,10 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     publish({ kind: 'user', userId, events });
 
   const notFoundError = () => notFound('NOT_FOUND', 'Notification not found');
+  const uuidOrNotFound = (id: string) => {
+    if (!UUID.test(id)) throw notFoundError();
+    return id.toLowerCase();
+  };
 
   /** Validates input from code paths that did not go through a route schema. */
   const validate = (input: NewNotification): NewNotification => {
@@ -147,8 +151,8 @@ export function createNotificationService(deps: NotificationServiceDeps) {
 
     unreadCount: (userId: string): Promise<number> => unread.get(userId),
 
-    async setRead(userId: string, id: string, read: boolean): Promise<Notification> {
-      if (!UUID.test(id)) throw notFoundError();
+    async setRead(userId: string, rawId: string, read: boolean): Promise<Notification> {
+      const id = uuidOrNotFound(rawId);
       const result = await repo.setRead(userId, id, read);
       if (!result) throw notFoundError();
       const notification = publicNotification(result.notification);
@@ -171,8 +175,9 @@ export function createNotificationService(deps: NotificationServiceDeps) {
       return updated;
     },
 
-    async remove(userId: string, id: string): Promise<string> {
-      if (!UUID.test(id)) throw notFoundError();
+    async remove(userId: string, rawId: string): Promise<string> {
+      // Canonical (lower-case) id in the response and the SSE event, whatever case the client sent.
+      const id = uuidOrNotFound(rawId);
       const result = await repo.remove(userId, id);
       if (!result) throw notFoundError();
       const events: UserEventsMessage['events'] = [

@@ -65,6 +65,26 @@ describe('admin broadcast', () => {
       body({ scope: 'all' }, { deliveryOptions: { strategies: ['sms'] } }),
       body({ scope: 'all' }, { unknown: true }),
       { ...body({ scope: 'all' }), more: 1 },
+      // NUL cannot be stored in PostgreSQL text/jsonb: 400, not 500
+      body({ scope: 'all' }, { title: 'a\u0000b' }),
+      body({ scope: 'all' }, { content: 'a\u0000b' }),
+      body({ scope: 'all' }, { metadata: { data: { x: '\u0000' } } }),
+      body({ scope: 'users', identifiers: ['x\u0000y'] }),
+      body({ scope: 'user', identifier: '   ' }),
+      body({ scope: 'all' }, { deliveryOptions: { strategies: [] } }),
+      body(
+        { scope: 'all' },
+        { metadata: { actions: [{ actionId: '', type: 'link', label: 'x', url: '/' }] } },
+      ),
+      body(
+        { scope: 'all' },
+        { metadata: { actions: [{ actionId: 'a', type: 'link', label: 'x'.repeat(101), url: '/' }] } },
+      ),
+      body(
+        { scope: 'all' },
+        { metadata: { actions: [{ actionId: 'a', type: 'link', label: 'x', url: '/', variant: 'huge' }] } },
+      ),
+      body({ scope: 'all' }, { metadata: { expiresAt: 'tomorrow' } }),
     ];
     for (const c of cases) {
       const res = await post(c, admin.cookie);
@@ -78,6 +98,19 @@ describe('admin broadcast', () => {
       expect(res.statusCode, url).toBe(400);
       expect(res.json().code).toBe('ACTION_URL_NOT_ALLOWED');
     }
+  });
+
+  it('refuses metadata nested too deep to serialise with 400, not 500', async () => {
+    const depth = 200_000;
+    const raw = `{"target":{"scope":"all"},"notification":{"type":"info","title":"t","content":"c","metadata":{"data":{"x":${'['.repeat(depth)}${']'.repeat(depth)}}}}}`;
+    const res = await app.inject({
+      method: 'POST',
+      url: '/admin/notifications/send',
+      headers: jsonHeaders(admin.cookie),
+      payload: raw,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().code).toBe('VALIDATION_ERROR');
   });
 
   it('accepts 10,000 identifiers in one request', async () => {

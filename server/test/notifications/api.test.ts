@@ -132,6 +132,9 @@ describe('notification API', () => {
       'filter=new',
       'type=spam',
       `search=${'x'.repeat(201)}`,
+      // PostgreSQL text cannot hold NUL: refused, not a 500
+      'search=%00',
+      'search=a%00b',
     ]) {
       const res = await get(`/notification/list?${q}`, alice);
       expect(res.statusCode, q).toBe(400);
@@ -174,6 +177,13 @@ describe('notification API', () => {
     expect((await send('PATCH', '/notification/not-a-uuid/read', alice, { read: true })).json().code).toBe(
       'NOT_FOUND',
     );
+    // Malformed ids of any length are simply not found (up to the router's parameter length limit)
+    for (const malformed of ['x'.repeat(65), 'x'.repeat(100), `${id}0`]) {
+      const r = await send('PATCH', `/notification/${malformed}/read`, alice, { read: true });
+      expect(r.statusCode, malformed).toBe(404);
+      expect(r.json().code).toBe('NOT_FOUND');
+      expect((await send('DELETE', `/notification/${malformed}`, alice)).statusCode, malformed).toBe(404);
+    }
     for (const body of [{}, { read: 'yes' }, { read: true, extra: 1 }]) {
       const bad = await send('PATCH', `/notification/${id}/read`, alice, body);
       expect(bad.statusCode, JSON.stringify(body)).toBe(400);
@@ -188,6 +198,11 @@ describe('notification API', () => {
   it('marks all read, deletes one and all; others cannot delete', async () => {
     const u = await createVerifiedUser(app, env.smtp);
     const ids = await seed(app, u.id, [{}, {}, { read: true }, {}]);
+    // An id in upper case is the same notification; the response names it canonically (as the list does)
+    const [upper] = await seed(app, u.id, [{ title: 'upper' }]);
+    const delUpper = await send('DELETE', `/notification/${upper?.toUpperCase()}`, u);
+    expect(delUpper.statusCode).toBe(200);
+    expect(delUpper.json()).toEqual({ notificationId: upper });
     expect((await get('/notification/unread-count', u)).json().unreadCount).toBe(3);
     const mar = await send('PATCH', '/notification/mark-all-read', u);
     expect(mar.json()).toEqual({ updatedCount: 3 });
@@ -267,7 +282,14 @@ describe('notification API', () => {
     const create = (metadata: Record<string, unknown>) =>
       app.notifications.createForUser(alice.id, { type: 'info', title: 't', content: 'c', metadata });
     const link = (url: string) => ({ actions: [{ actionId: 'a', type: 'link', label: 'Open', url }] });
-    for (const url of ['/inbox', '/a/b?c=1#d', 'http://localhost:3000/x', 'https://docs.example.org/page']) {
+    for (const url of [
+      '/inbox',
+      '/a/b?c=1#d',
+      'http://localhost:3000/x',
+      'HTTP://LOCALHOST:3000/x',
+      'https://docs.example.org/page',
+      'https://docs.example.org:443/page',
+    ]) {
       await expect(create(link(url))).resolves.toMatchObject({ userId: alice.id });
     }
     for (const url of [
@@ -279,6 +301,14 @@ describe('notification API', () => {
       'data:text/html,hi',
       'https://user:pw@localhost:3000/',
       'inbox',
+      // the port is part of the host: another port is another application
+      'http://localhost:9999/x',
+      'http://localhost/x',
+      'https://docs.example.org:8443/page',
+      'JAVASCRIPT:alert(1)',
+      'http://localhost:3000@evil.example/',
+      'https://docs.example.org./page',
+      ' /inbox',
     ]) {
       await expect(create(link(url)), url).rejects.toMatchObject({
         statusCode: 400,
@@ -289,6 +319,18 @@ describe('notification API', () => {
       statusCode: 400,
     });
     await expect(create({ priority: 'extreme' })).rejects.toMatchObject({ statusCode: 400 });
+    // NUL cannot be stored (jsonb), and nesting too deep to serialise is refused, both as 400 not 500
+    await expect(create({ data: { x: 'a\u0000b' } })).rejects.toMatchObject({ statusCode: 400 });
+    await expect(create({ data: { 'k\u0000': 1 } })).rejects.toMatchObject({ statusCode: 400 });
+    let deep: unknown = 1;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    await expect(create({ data: { deep } })).rejects.toMatchObject({ statusCode: 400 });
+    await expect(
+      app.notifications.createForUser(alice.id, { type: 'info', title: 'a\u0000', content: 'c' }),
+    ).rejects.toMatchObject({ statusCode: 400 });
+    await expect(create({ data: { literal: '\\u0000 is fine as text' } })).resolves.toMatchObject({
+      userId: alice.id,
+    });
     await expect(create({ surprise: 1 })).rejects.toMatchObject({ statusCode: 400 });
     await expect(
       create({
