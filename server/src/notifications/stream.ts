@@ -2,9 +2,10 @@
 // keep-alives, closing on session end and shutdown.
 //
 // Event ids are the notification `seq` cursor. A stream's cursor is the highest seq it has been given (or, on a
-// fresh connect, the user's newest seq); every event carries the stream's cursor so the browser's
-// Last-Event-ID always means "everything up to here was seen". Resume replays seq > Last-Event-ID from
-// PostgreSQL; events arriving during the replay are held and then applied, skipping seqs already replayed.
+// fresh connect, the user's newest seq when the stream opened); every event carries the stream's cursor so the
+// browser's Last-Event-ID always means "everything up to here was seen". Connect replays seq > cursor from
+// PostgreSQL (a resume's missed events; usually nothing on a fresh connect); events arriving during the replay
+// are held and then applied, skipping seqs already replayed.
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { AuthContext } from '../auth/guard.js';
@@ -160,12 +161,30 @@ export function createStreamHub(deps: StreamHubDeps) {
         maxBufferedBytes: deps.maxBufferedBytes,
       });
       const userId = auth.user.id;
+      // Fresh connect: the cursor starts at the user's newest seq, read *before* registering. Anything created
+      // after this read is then either held (published after registration) or replayed below, or both (the
+      // cursor skips the duplicate). Read after registering, it could include a held event and so drop it.
+      let start = lastEventId;
+      if (start === null) {
+        try {
+          start = await deps.repo.maxSeq(userId);
+        } catch (err) {
+          deps.logger.error({ err, userId }, 'SSE connect sequence failed');
+          // An empty id resets the browser's Last-Event-ID: the retry is a fresh connect, not a full replay.
+          conn.end(
+            sseIdLine('') +
+              eventBody('error', { code: 'INTERNAL_ERROR', message: 'Could not start the stream' }),
+          );
+          return;
+        }
+      }
       const entry: StreamEntry = {
         conn,
         userId,
         sessionId: auth.session.id,
         expiresAt: auth.session.expiresAt.getTime(),
-        cursor: 0,
+        // Also the id of an error event sent while the connect sequence runs (ban, shutdown).
+        cursor: start,
         held: [],
       };
       // Registered before reading the database, so nothing created meanwhile can fall between the two.
@@ -189,15 +208,11 @@ export function createStreamHub(deps: StreamHubDeps) {
         return;
       }
       try {
-        const [unreadCount, replay] = await Promise.all([
-          deps.unreadCount(userId),
-          lastEventId === null ? deps.repo.maxSeq(userId) : Promise.resolve(null),
-        ]);
-        entry.cursor = typeof replay === 'number' ? replay : (lastEventId ?? 0);
+        const unreadCount = await deps.unreadCount(userId);
         conn.write(
           sseIdLine(entry.cursor) + eventBody('connected', { userId, unreadCount, timestamp: Date.now() }),
         );
-        if (lastEventId !== null) {
+        {
           let sent = 0;
           while (!conn.closed && sent < REPLAY_MAX) {
             const rows = await deps.repo.after(userId, entry.cursor, REPLAY_PAGE);
