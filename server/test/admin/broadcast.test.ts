@@ -173,6 +173,50 @@ describe('admin broadcast', () => {
     }
   });
 
+  it('counts a user once however often it is named, and sends to a user whose ban has expired', async () => {
+    const [, , , d, e] = users as [TestUser, TestUser, TestUser, TestUser, TestUser];
+    await app.ctx.database.db.execute(
+      sql`update "user" set banned = true, ban_expires = now() - interval '1 hour' where id = ${d.id}`,
+    );
+    await app.ctx.database.db.execute(
+      sql`update "user" set banned = true, ban_expires = now() + interval '1 hour' where id = ${e.id}`,
+    );
+    try {
+      const res = await post(
+        body(
+          {
+            scope: 'users',
+            identifiers: [
+              d.id,
+              d.email,
+              d.email.toUpperCase(),
+              ` ${d.email} `,
+              d.id,
+              e.id,
+              e.email,
+              'gone',
+              'gone',
+            ],
+          },
+          { title: 'dupes' },
+        ),
+        admin.cookie,
+      );
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({
+        targetCount: 2,
+        createdCount: 1,
+        skippedCount: 1,
+        failures: [{ identifier: 'gone', reason: 'NOT_FOUND' }],
+      });
+      expect(await countFor('dupes')).toBe(1);
+    } finally {
+      await app.ctx.database.db.execute(
+        sql`update "user" set banned = false, ban_expires = null where id in (${d.id}, ${e.id})`,
+      );
+    }
+  });
+
   it('sends to all users in batches: banned skipped, one bus message per batch, live on open streams', async () => {
     const banned = users[5] as TestUser;
     await app.ctx.database.db.update(userTable).set({ banned: true }).where(sql`id = ${banned.id}`);

@@ -89,6 +89,19 @@ describe('notification API', () => {
     const beyond = (await get('/notification/list?limit=10&page=9', u)).json();
     expect(beyond.notifications).toEqual([]);
     expect(beyond.pagination.totalCount).toBe(25);
+    // No notifications at all: zero pages, nothing before or after
+    const none = await createVerifiedUser(app, env.smtp);
+    expect((await get('/notification/list', none)).json()).toEqual({
+      notifications: [],
+      pagination: {
+        page: 1,
+        limit: 20,
+        totalCount: 0,
+        totalPages: 0,
+        hasNextPage: false,
+        hasPreviousPage: false,
+      },
+    });
     const def = (await get('/notification/list', u)).json();
     expect(def.pagination).toMatchObject({ page: 1, limit: 20, totalPages: 2 });
     // Shape of one notification
@@ -260,11 +273,18 @@ describe('notification API', () => {
       { emailEnabled: 'yes' },
       { unknown: true },
       { emailTypes: [1] },
+      { emailEnabled: null },
+      { pushEnabled: 1 },
+      { pushTypes: ['mention', 'spam'] },
     ]) {
       const bad = await send('PATCH', '/notification/preferences', u, body);
       expect(bad.statusCode, JSON.stringify(body)).toBe(400);
       expect(bad.json().code).toBe('VALIDATION_ERROR');
     }
+    // An empty patch changes nothing and answers the stored preferences
+    const empty = await send('PATCH', '/notification/preferences', u, {});
+    expect(empty.statusCode).toBe(200);
+    expect(empty.json().preferences).toEqual(reset.json().preferences);
     // A patch on a user who never read preferences creates the row.
     const v = await createVerifiedUser(app, env.smtp);
     const created = await send('PATCH', '/notification/preferences', v, { pushEnabled: true });
