@@ -19,6 +19,7 @@ import { describeAuthRoutes } from './auth/openapi.js';
 import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
 import { installErrorHandling } from './http/errors.js';
+import { installNulGuard } from './http/nul-guard.js';
 import { createStore, type Store } from './infra/cache.js';
 import { createDatabase, type Database } from './infra/db.js';
 import { type Logger, loggerOptions } from './infra/logger.js';
@@ -71,6 +72,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  installNulGuard(app);
   const logger = app.log;
 
   // infra

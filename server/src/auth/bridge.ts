@@ -3,6 +3,7 @@
 // authoritative get-session, Retry-After on 429).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, sendError } from '../http/errors.js';
+import { nulError } from '../http/nul-guard.js';
 import type { Auth } from './auth.js';
 
 const ALIASES: Record<string, string> = {
@@ -132,11 +133,13 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
     );
     // better-auth's clients POST some routes (sign-out) with a JSON content type and no body; treat an empty
     // JSON body as absent instead of answering INVALID_JSON. Broken JSON still maps to 400 INVALID_JSON.
+    scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
       const text = typeof body === 'string' ? body : body.toString('utf8');
       if (text.trim() === '') return done(null, undefined);
+      let parsed: unknown;
       try {
-        done(null, JSON.parse(text));
+        parsed = JSON.parse(text);
       } catch {
         done(
           Object.assign(new Error('Body must be valid JSON'), {
@@ -144,7 +147,9 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
             code: 'FST_ERR_CTP_INVALID_JSON_BODY',
           }),
         );
+        return;
       }
+      done(nulError(parsed), parsed);
     });
     scope.route({
       method: ['GET', 'POST'],
