@@ -16,6 +16,9 @@ export const SSE_EVENT_NAMES = [
 ] as const;
 export type SseEventName = (typeof SSE_EVENT_NAMES)[number];
 
+/** Most events one per-user bus message carries. */
+export const MAX_EVENTS_PER_USER_MESSAGE = 10;
+
 /** Events for one user (read toggles, deletes, counts). */
 const UserEventsSchema = z.object({
   kind: z.literal('user'),
@@ -29,7 +32,7 @@ const UserEventsSchema = z.object({
       }),
     )
     .min(1)
-    .max(10),
+    .max(MAX_EVENTS_PER_USER_MESSAGE),
 });
 
 /**

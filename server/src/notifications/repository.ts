@@ -177,13 +177,13 @@ export function createNotificationRepository(db: Db) {
       return existing ? { notification: existing, changed: false } : null;
     },
 
-    async markAllRead(userId: string): Promise<number> {
-      const [row] = await exec<{ n: number }>(
-        sql`with u as (update notification set read = true, updated_at = now()
-                       where user_id = ${userId} and read = false returning 1)
-            select count(*)::int as n from u`,
+    /** Marks every unread notification read; returns the changed rows (oldest first) for the SSE events. */
+    async markAllRead(userId: string): Promise<StoredNotification[]> {
+      const rows = await exec<NotificationRow>(
+        sql`update notification set read = true, updated_at = now()
+            where user_id = ${userId} and read = false returning ${COLUMNS}`,
       );
-      return Number(row?.n ?? 0);
+      return rows.map(toNotification).sort((a, b) => a.seq - b.seq);
     },
 
     /** Deletes one; returns whether it was unread, or null when missing / someone else's. */

@@ -7,6 +7,7 @@ import type { Realtime } from '../realtime/types.js';
 import type { Delivery, DeliveryItem } from './delivery.js';
 import {
   type BatchMessage,
+  MAX_EVENTS_PER_USER_MESSAGE,
   MAX_ITEMS_PER_BUS_MESSAGE,
   NOTIFICATION_EVENTS_TOPIC,
   type NotificationBusMessage,
@@ -168,11 +169,22 @@ export function createNotificationService(deps: NotificationServiceDeps) {
 
     async markAllRead(userId: string): Promise<number> {
       const updated = await repo.markAllRead(userId);
-      if (updated > 0) {
+      if (updated.length > 0) {
         await unread.invalidate([userId]);
+        // Every changed notification gets its notification_updated (CONTRACT §3), a bus message per
+        // MAX_EVENTS_PER_USER_MESSAGE, then one unread_count_changed.
+        for (let i = 0; i < updated.length; i += MAX_EVENTS_PER_USER_MESSAGE) {
+          await publishUser(
+            userId,
+            updated.slice(i, i + MAX_EVENTS_PER_USER_MESSAGE).map((n) => ({
+              name: 'notification_updated' as const,
+              data: { notification: publicNotification(n) },
+            })),
+          );
+        }
         await publishUser(userId, [await unreadChanged(userId)]);
       }
-      return updated;
+      return updated.length;
     },
 
     async remove(userId: string, rawId: string): Promise<string> {

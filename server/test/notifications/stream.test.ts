@@ -98,6 +98,31 @@ describe('notification SSE stream', () => {
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
   });
 
+  it('mark-all-read sends notification_updated for every changed notification, then the count', async () => {
+    const u = await createVerifiedUser(app, env.smtp);
+    const made = [];
+    for (let i = 0; i < 12; i++) made.push(await app.notifications.createForUser(u.id, note(`m${i}`)));
+    const c = await open(u);
+    await c.waitFor((e) => e.event === 'connected');
+    const res = await app.inject({
+      method: 'PATCH',
+      url: '/notification/mark-all-read',
+      headers: { origin: 'http://localhost:3000', cookie: u.cookie },
+    });
+    expect(res.json()).toEqual({ updatedCount: 12 });
+    const count = await c.waitFor((e) => e.event === 'unread_count_changed');
+    expect(count.data).toEqual({ type: 'unread_count_changed', unreadCount: 0 });
+    const updated = c.events.filter((e) => e.event === 'notification_updated');
+    expect(updated.map((e) => (e.data.notification as { id: string }).id)).toEqual(made.map((n) => n.id));
+    for (const e of updated) {
+      expect(e.data).toMatchObject({
+        type: 'notification_updated',
+        notification: { read: true, userId: u.id },
+      });
+      expect(e.id).toMatch(/^\d+$/);
+    }
+  });
+
   it('delivers to every tab of a user and only to that user', async () => {
     const [u, other] = await Promise.all([
       createVerifiedUser(app, env.smtp),
