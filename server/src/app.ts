@@ -18,7 +18,7 @@ import { createSessionResolver, type SessionResolver } from './auth/guard.js';
 import { describeAuthRoutes } from './auth/openapi.js';
 import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
-import { installErrorHandling } from './http/errors.js';
+import { frameworkErrorHandler, installErrorHandling } from './http/errors.js';
 import { installNulGuard } from './http/nul-guard.js';
 import { createStore, type Store } from './infra/cache.js';
 import { createDatabase, type Database } from './infra/db.js';
@@ -68,6 +68,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     logController: new LogController({ disableRequestLogging: config.NODE_ENV === 'test' }),
     return503OnClosing: false,
     forceCloseConnections: true,
+    frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

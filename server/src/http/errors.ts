@@ -117,3 +117,15 @@ export function installErrorHandling(app: FastifyInstance): void {
     }),
   );
 }
+
+/**
+ * Errors Fastify's router raises before any route or hook runs (a malformed percent-encoding, a path parameter
+ * longer than maxParamLength), answered in the contract's error body instead of Fastify's own.
+ */
+export function frameworkErrorHandler(error: FastifyError, _request: unknown, reply: FastifyReply) {
+  // An over-long id can never name a stored resource: answer like any other unknown id.
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return sendError(reply, 404, { code: 'NOT_FOUND', message: 'Not found' });
+  }
+  return sendError(reply, 400, { code: 'INVALID_REQUEST', message: 'Malformed request URL' });
+}
