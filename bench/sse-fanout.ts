@@ -1,0 +1,304 @@
+// SSE fan-out of an admin broadcast across instances: two real server processes (shared PostgreSQL database,
+// private redis-server), N users each holding ONE open `GET /notification/stream`, half on instance A and half on
+// B. An admin sends `{ scope: "all" }` to A; for every stream we measure the time from just before the send
+// request to the receipt of its `new_notification` event. Also prints server RSS growth per open stream.
+// Usage: npm run bench -- sse-fanout [--users 5000] [--signin-concurrency 16] [--connect-concurrency 100]
+//        (run `ulimit -n 65536` first if the soft limit is below ~2 × users)
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
+import { numberArg, percentile } from './_lib.js';
+
+const USERS = numberArg('users', 5000);
+const SIGNIN_CONCURRENCY = numberArg('signin-concurrency', 16);
+const CONNECT_CONCURRENCY = numberArg('connect-concurrency', 100);
+// How long to wait for the last events after the send response before counting the rest as missing.
+const RECEIVE_TIMEOUT_MS = numberArg('timeout-ms', 30_000);
+const PASSWORD = 'correct horse battery staple';
+
+/** Resident memory (KiB) of the process listening on `port`, or NaN when it cannot be read (Linux only). */
+function rssOfPort(port: number): number {
+  try {
+    const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
+    const pid = out.match(/pid=(\d+)/)?.[1];
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(status.match(/VmRSS:\s+(\d+)/)?.[1]);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Runs `task(i)` for i in [0, count) with at most `limit` in flight. */
+async function pool(count: number, limit: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) await task(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
+}
+
+/** The session-token cookie (`name=value`) from a sign-in response; the stream needs nothing else. */
+function sessionCookie(res: Response): string {
+  const cookie = res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0] ?? '')
+    .find((c) => c.includes('session_token=') && !c.endsWith('='));
+  if (!cookie) throw new Error('sign-in response set no session cookie');
+  return cookie;
+}
+
+async function signIn(base: string, email: string): Promise<string> {
+  const res = await fetch(`${base}/auth/sign-in/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: CLUSTER_ORIGIN },
+    body: JSON.stringify({ email, password: PASSWORD }),
+  });
+  if (res.status !== 200) throw new Error(`sign-in ${email} failed: ${res.status} ${await res.text()}`);
+  await res.arrayBuffer();
+  return sessionCookie(res);
+}
+
+// Per-stream state is kept in typed arrays indexed by stream number; the closure holds only the partial line
+// and the current event name.
+interface Streams {
+  requests: http.ClientRequest[];
+  receivedAt: Float64Array;
+  count: Uint16Array;
+  dropped: number;
+  errorEvents: number;
+  closing: boolean;
+  marker: string;
+}
+
+function openStream(s: Streams, i: number, port: number, cookie: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/notification/stream',
+        headers: { cookie, accept: 'text/event-stream' },
+        agent: false,
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          reject(new Error(`stream ${i}: HTTP ${res.statusCode}`));
+          res.resume();
+          return;
+        }
+        res.setEncoding('utf8');
+        let tail = '';
+        let event = '';
+        let connected = false;
+        res.on('data', (chunk: string) => {
+          const now = performance.now();
+          const text = tail + chunk;
+          let start = 0;
+          let nl = text.indexOf('\n', start);
+          while (nl >= 0) {
+            const line = text.slice(start, nl);
+            if (line === '') event = '';
+            else if (line.startsWith('event: ')) event = line.slice(7);
+            else if (line.startsWith('data: ')) {
+              if (event === 'new_notification' && line.includes(s.marker)) {
+                if (s.count[i] === 0) s.receivedAt[i] = now;
+                s.count[i] = (s.count[i] ?? 0) + 1;
+              } else if (event === 'connected' && !connected) {
+                connected = true;
+                resolve();
+              } else if (event === 'error' && !s.closing) s.errorEvents++;
+            }
+            start = nl + 1;
+            nl = text.indexOf('\n', start);
+          }
+          tail = text.slice(start);
+        });
+        res.on('close', () => {
+          if (!s.closing) s.dropped++;
+          if (!connected) reject(new Error(`stream ${i} closed before connected`));
+        });
+      },
+    );
+    req.on('error', (err) => {
+      if (!s.closing) reject(err);
+    });
+    s.requests[i] = req;
+  });
+}
+
+function summarise(label: string, latencies: number[], streams: number, missing: number, dups: number) {
+  latencies.sort((a, b) => a - b);
+  return {
+    streams: label,
+    count: streams,
+    received: latencies.length,
+    'p50 ms': percentile(latencies, 50).toFixed(0),
+    'p90 ms': percentile(latencies, 90).toFixed(0),
+    'p99 ms': percentile(latencies, 99).toFixed(0),
+    'max ms': (latencies.at(-1) ?? Number.NaN).toFixed(0),
+    missing,
+    duplicates: dups,
+  };
+}
+
+async function main() {
+  console.log(`starting 2 instances (PostgreSQL + private redis-server)…`);
+  const cluster = await startCluster({
+    instances: 2,
+    env: {
+      LOG_LEVEL: 'warn',
+      AUTH_RATE_LIMIT_MAX: '100000000',
+      // The harness shrinks keep-alives to 1 s for tests; use the production default so N streams do not
+      // add N keep-alive events per second to the measurement.
+      SSE_KEEPALIVE_MS: '15000',
+    },
+  });
+  const s: Streams = {
+    requests: [],
+    receivedAt: new Float64Array(USERS).fill(Number.NaN),
+    count: new Uint16Array(USERS),
+    dropped: 0,
+    errorEvents: 0,
+    closing: false,
+    marker: `sse-fanout-${Date.now()}`,
+  };
+  const db = new pg.Client({ connectionString: cluster.db.url });
+  await db.connect();
+  try {
+    const setupStart = performance.now();
+    // One user through the real endpoints: its scrypt hash (salt embedded) verifies the same password for
+    // every seeded account, so the server computes it once.
+    const admin = await createVerifiedUserOn(cluster, 0, { name: 'Bench admin', password: PASSWORD });
+    const account = await db.query<{ password: string; provider_id: string; account_id: string }>(
+      'select password, provider_id, account_id from account where user_id = $1',
+      [admin.id],
+    );
+    const real = account.rows[0];
+    if (!real || real.account_id !== admin.id) throw new Error('unexpected credential account layout');
+    const seedStart = performance.now();
+    await db.query(
+      `insert into "user" (id, name, email, email_verified, created_at, updated_at)
+       select 'sse-' || lpad(g::text, 6, '0'), 'SSE ' || g, 'sse' || g || '@example.test', true, now(), now()
+       from generate_series(1, $1::int) g`,
+      [USERS],
+    );
+    await db.query(
+      `insert into account (id, account_id, provider_id, user_id, password, created_at, updated_at)
+       select 'sse-acc-' || lpad(g::text, 6, '0'), 'sse-' || lpad(g::text, 6, '0'), $2,
+              'sse-' || lpad(g::text, 6, '0'), $3, now(), now()
+       from generate_series(1, $1::int) g`,
+      [USERS, real.provider_id, real.password],
+    );
+    const seedMs = performance.now() - seedStart;
+    await db.query(`update "user" set role = 'admin' where id = $1`, [admin.id]);
+    const adminCookie = await signIn(cluster.url(0), admin.email);
+
+    // Sign-ins alternate between the instances so both spend their scrypt time.
+    const signInStart = performance.now();
+    const cookies: string[] = new Array(USERS);
+    await pool(USERS, SIGNIN_CONCURRENCY, async (i) => {
+      cookies[i] = await signIn(cluster.url(i % 2), `sse${i + 1}@example.test`);
+    });
+    const signInMs = performance.now() - signInStart;
+    const setupMs = performance.now() - setupStart;
+
+    const logLinesBefore = [cluster.logs(0).length, cluster.logs(1).length];
+    const rssBefore = [rssOfPort(cluster.port(0)), rssOfPort(cluster.port(1))];
+    const connectStart = performance.now();
+    // Stream i lives on instance i % 2: even = A (where the send goes), odd = B.
+    await pool(USERS, CONNECT_CONCURRENCY, (i) => openStream(s, i, cluster.port(i % 2), cookies[i] ?? ''));
+    const connectMs = performance.now() - connectStart;
+    cookies.length = 0;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const rssAfter = [rssOfPort(cluster.port(0)), rssOfPort(cluster.port(1))];
+    const onA = Math.ceil(USERS / 2);
+    const onB = USERS - onA;
+    console.log(
+      `setup ${(setupMs / 1000).toFixed(1)} s (seed ${USERS} users + accounts ${seedMs.toFixed(0)} ms, ` +
+        `${USERS} sign-ins at ${SIGNIN_CONCURRENCY} in flight ${(signInMs / 1000).toFixed(1)} s = ` +
+        `${(USERS / (signInMs / 1000)).toFixed(0)}/s); ${USERS} streams connected in ` +
+        `${(connectMs / 1000).toFixed(1)} s; broadcasting on A…`,
+    );
+
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
+    const sendStart = performance.now();
+    const res = await fetch(`${cluster.url(0)}/admin/notifications/send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: CLUSTER_ORIGIN, cookie: adminCookie },
+      body: JSON.stringify({
+        target: { scope: 'all' },
+        notification: {
+          type: 'announcement',
+          title: `Maintenance ${s.marker}`,
+          content: 'Scheduled maintenance tonight at 22:00 UTC.',
+        },
+      }),
+    });
+    const sendBody = (await res.json()) as { targetCount?: number; createdCount?: number };
+    const sendMs = performance.now() - sendStart;
+    if (res.status !== 200) throw new Error(`send failed: ${res.status} ${JSON.stringify(sendBody)}`);
+
+    const received = () => s.count.reduce((n, c) => n + (c > 0 ? 1 : 0), 0);
+    const deadline = performance.now() + RECEIVE_TIMEOUT_MS;
+    while (received() < USERS && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // A short grace period so late duplicates would still be counted.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    loopDelay.disable();
+
+    const rows = [0, 1].map((instance) => {
+      const latencies: number[] = [];
+      let missing = 0;
+      let dups = 0;
+      for (let i = instance; i < USERS; i += 2) {
+        const c = s.count[i] ?? 0;
+        if (c === 0) missing++;
+        else latencies.push((s.receivedAt[i] ?? Number.NaN) - sendStart);
+        if (c > 1) dups += c - 1;
+      }
+      return summarise(
+        instance === 0 ? 'A (sender)' : 'B (other)',
+        latencies,
+        instance === 0 ? onA : onB,
+        missing,
+        dups,
+      );
+    });
+    console.log(
+      `\n${USERS} users, ${onA} streams on A + ${onB} on B; send HTTP response ${sendMs.toFixed(0)} ms ` +
+        `(targetCount ${sendBody.targetCount}, createdCount ${sendBody.createdCount}); ` +
+        `latency = send start → new_notification received`,
+    );
+    console.table(rows);
+    const kib = (i: number, n: number) => (((rssAfter[i] ?? 0) - (rssBefore[i] ?? 0)) / n).toFixed(1);
+    console.log(
+      `server RSS before/after streams: A ${rssBefore[0]}→${rssAfter[0]} KiB (${kib(0, onA)} KiB/stream), ` +
+        `B ${rssBefore[1]}→${rssAfter[1]} KiB (${kib(1, onB)} KiB/stream)`,
+    );
+    console.log(
+      `bench client event-loop delay during fan-out: p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms, ` +
+        `p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms, max ${(loopDelay.max / 1e6).toFixed(1)} ms`,
+    );
+    console.log(`streams dropped by the server: ${s.dropped}; error events: ${s.errorEvents}`);
+    for (const i of [0, 1]) {
+      const lines = cluster.logs(i).slice(logLinesBefore[i]);
+      console.log(`instance ${i ? 'B' : 'A'} log lines (warn+) since streams opened: ${lines.length}`);
+      for (const line of lines.slice(0, 3)) console.log(`  ${line.slice(0, 300)}`);
+    }
+  } finally {
+    s.closing = true;
+    for (const req of s.requests) req?.destroy();
+    await db.end();
+    await cluster.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
