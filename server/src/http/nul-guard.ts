@@ -35,7 +35,8 @@ export function installNulGuard(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (err, parsed) => {
+    // Fastify's default JSON parser is synchronous and reports through `done`; its type merely allows a promise.
+    void parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (err, parsed) => {
       if (err) return done(err);
       const nul = nulError(parsed);
       if (nul) return done(nul);
