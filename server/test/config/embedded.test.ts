@@ -25,7 +25,9 @@ async function freePort(): Promise<number> {
 }
 
 // Both tests boot PGlite (WASM, CPU bound); running them side by side uses both cores.
-describe.concurrent('embedded default', () => {
+// PGlite initialises a fresh cluster in WebAssembly (initdb + migrations): seconds on an idle machine, much more
+// on a loaded CI runner, so these tests get a generous timeout (a hang bound, not a performance threshold).
+describe.concurrent('embedded default', { timeout: 180_000 }, () => {
   const cleanups: Array<() => Promise<void> | void> = [];
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();
