@@ -20,7 +20,8 @@ async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
 }
 
 export async function createTestDatabase(): Promise<TestDatabase> {
-  const name = `herald_t_${randomBytes(6).toString('hex')}`;
+  // The creation time (epoch seconds, base 36) in the name lets the global setup clean up only stale ones.
+  const name = `herald_t_${Math.floor(Date.now() / 1000).toString(36)}_${randomBytes(5).toString('hex')}`;
   await admin((c) => c.query(`create database "${name}"`));
   const url = new URL(TEST_PG_URL);
   url.pathname = `/${name}`;
