@@ -1,4 +1,7 @@
-// Small helpers shared by the benchmarks (argument parsing and percentiles).
+// Small helpers shared by the benchmarks (argument parsing, percentiles, server memory).
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
 const argv = process.argv.slice(2);
 
 /** `--name <number>` from the command line, or the fallback. */
@@ -17,4 +20,16 @@ export function flagArg(name: string): boolean {
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+}
+
+/** Resident memory (KiB) of the process listening on `port`, or NaN when it cannot be read (Linux only). */
+export function rssOfPort(port: number): number {
+  try {
+    const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
+    const pid = out.match(/pid=(\d+)/)?.[1];
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(status.match(/VmRSS:\s+(\d+)/)?.[1]);
+  } catch {
+    return Number.NaN;
+  }
 }

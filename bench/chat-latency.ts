@@ -2,14 +2,12 @@
 // redis-server), 1,000 WebSocket clients spread over them, 100 messages/s sent on instance A, end-to-end latency
 // measured on sockets of instance B (and, for comparison, of A). Prints a table.
 // Usage: npm run bench -- chat-latency [--sockets 1000] [--rate 100] [--seconds 20] [--observers 50]
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
-import { flagArg, numberArg, percentile } from './_lib.js';
+import { flagArg, numberArg, percentile, rssOfPort } from './_lib.js';
 
 const SOCKETS = numberArg('sockets', 1000);
 const RATE = numberArg('rate', 100);
@@ -23,18 +21,6 @@ const SENDERS = 50;
 // same 2 cores) does not spend a core decoding 100,000 frames/s. --full-clients uses `ws` for every socket.
 const FULL_CLIENTS = flagArg('full-clients');
 const METRICS_KEY = 'bench-metrics-key-bench-metrics-key-0123';
-
-/** Resident memory (KiB) of the process listening on `port`, or NaN when it cannot be read (Linux only). */
-function rssOfPort(port: number): number {
-  try {
-    const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
-    const pid = out.match(/pid=(\d+)/)?.[1];
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return Number(status.match(/VmRSS:\s+(\d+)/)?.[1]);
-  } catch {
-    return Number.NaN;
-  }
-}
 
 async function busLatency(cluster: TestCluster, i: number): Promise<string> {
   try {

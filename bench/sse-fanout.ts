@@ -4,13 +4,11 @@
 // request to the receipt of its `new_notification` event. Also prints server RSS growth per open stream.
 // Usage: npm run bench -- sse-fanout [--users 5000] [--signin-concurrency 16] [--connect-concurrency 100]
 //        (run `ulimit -n 65536` first if the soft limit is below ~2 × users)
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
-import { numberArg, percentile } from './_lib.js';
+import { numberArg, percentile, rssOfPort } from './_lib.js';
 
 const USERS = numberArg('users', 5000);
 const SIGNIN_CONCURRENCY = numberArg('signin-concurrency', 16);
@@ -18,18 +16,6 @@ const CONNECT_CONCURRENCY = numberArg('connect-concurrency', 100);
 // How long to wait for the last events after the send response before counting the rest as missing.
 const RECEIVE_TIMEOUT_MS = numberArg('timeout-ms', 30_000);
 const PASSWORD = 'correct horse battery staple';
-
-/** Resident memory (KiB) of the process listening on `port`, or NaN when it cannot be read (Linux only). */
-function rssOfPort(port: number): number {
-  try {
-    const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
-    const pid = out.match(/pid=(\d+)/)?.[1];
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return Number(status.match(/VmRSS:\s+(\d+)/)?.[1]);
-  } catch {
-    return Number.NaN;
-  }
-}
 
 /** Runs `task(i)` for i in [0, count) with at most `limit` in flight. */
 async function pool(count: number, limit: number, task: (i: number) => Promise<void>): Promise<void> {
