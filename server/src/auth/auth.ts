@@ -247,6 +247,14 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
         if (ctx.path === '/admin/ban-user' && typeof body.userId === 'string') {
           await disconnect({ userId: body.userId, reason: 'banned' });
         }
+        // Open chat sockets carry the identity (role, verified) they connected with; after an admin changes it
+        // they reconnect, so a demoted admin cannot keep moderating over an old socket.
+        if (
+          (ctx.path === '/admin/set-role' || ctx.path === '/admin/update-user') &&
+          typeof body.userId === 'string'
+        ) {
+          await disconnect({ userId: body.userId, reason: 'account_changed' });
+        }
       }),
     },
     emailAndPassword: {

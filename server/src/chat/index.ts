@@ -58,14 +58,20 @@ export function registerChat(app: FastifyInstance): void {
     }),
     realtime.onUserDisconnect((event) => {
       const code = event.reason === 'banned' ? CloseCode.POLICY : CloseCode.SESSION_ENDED;
+      const accountChanged = event.reason === 'account_changed';
+      const text =
+        event.reason === 'banned' ? 'banned' : accountChanged ? 'account changed' : 'session ended';
       for (const conn of hub.ofUser(event.userId)) {
         // A sign-out of one device closes only that session's sockets.
         if (event.sessionId && conn.identity?.sessionId !== event.sessionId) continue;
-        hub.close(conn, code, event.reason === 'banned' ? 'banned' : 'session ended');
+        hub.close(conn, code, text);
       }
       typing.forget(event.userId);
-      // Peers learn about user-wide disconnections only; after a one-device sign-out the user may still be here.
-      if (!event.sessionId) hub.broadcast(encode({ type: 'user_disconnected', userId: event.userId }));
+      // Peers learn about user-wide disconnections only; after a one-device sign-out the user may still be here,
+      // and after an account change the user reconnects at once with the new identity.
+      if (!event.sessionId && !accountChanged) {
+        hub.broadcast(encode({ type: 'user_disconnected', userId: event.userId }));
+      }
     }),
   ];
 

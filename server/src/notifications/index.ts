@@ -70,9 +70,11 @@ export function registerNotifications(app: FastifyInstance): void {
     }
     hub.onBusMessage(parsed.data);
   });
-  const offDisconnect = realtime.onUserDisconnect((event) =>
-    hub.disconnectUser(event.userId, event.reason, event.sessionId),
-  );
+  const offDisconnect = realtime.onUserDisconnect((event) => {
+    // Notification streams carry nothing that depends on role or profile; only ended sessions close them.
+    if (event.reason === 'account_changed') return;
+    hub.disconnectUser(event.userId, event.reason, event.sessionId);
+  });
 
   outbox.start();
   const retention = startRetentionJob(

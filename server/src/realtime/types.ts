@@ -36,7 +36,8 @@ export interface Presence {
 
 export interface UserDisconnect {
   userId: string;
-  reason: 'banned' | 'signed_out' | 'session_revoked' | 'password_reset' | string;
+  /** `account_changed`: an admin changed the user's role or profile; connections should reconnect. */
+  reason: 'banned' | 'signed_out' | 'session_revoked' | 'password_reset' | 'account_changed' | string;
   /** When set, only this session's connections close (sign-out of one device). */
   sessionId?: string;
 }

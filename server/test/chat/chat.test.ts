@@ -474,6 +474,28 @@ describe('chat (single instance)', () => {
       expect(after.log[0]).toMatchObject({ role: 'guest', userId: null });
     });
 
+    it("closes a demoted admin's sockets so they reconnect with the new role", async () => {
+      const mod = await createAdmin(app, env.smtp);
+      const s = await open(mod.cookie);
+      expect(s.log[0]).toMatchObject({ type: 'connected', role: 'admin' });
+      const peer = await open();
+      const res = await app.inject({
+        method: 'POST',
+        url: '/auth/admin/set-role',
+        headers: jsonHeaders(admin.cookie),
+        payload: { userId: mod.id, role: 'user' },
+      });
+      expect(res.statusCode).toBe(200);
+      const closed = await s.closed;
+      expect(closed.code).toBe(4001);
+      const again = await open(mod.cookie);
+      expect(again.log[0]).toMatchObject({ type: 'connected', role: 'member', userId: mod.id });
+      // Not a departure: peers are not told the user left (a later message proves the peer saw everything since).
+      const sent = await say(await open(alice.cookie), 'marker after demotion');
+      await peer.next('new_message', (e) => e.message.id === sent.message.id);
+      expect(peer.log.some((e) => e.type === 'user_disconnected')).toBe(false);
+    });
+
     it('closes a signed-out session with 4001', async () => {
       const target = await createVerifiedUser(app, env.smtp, { name: 'Leaver' });
       const s = await open(target.cookie);
