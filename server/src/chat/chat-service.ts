@@ -95,6 +95,15 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
     hub.send(conn, encode({ type: 'error', code, message }));
   };
 
+  /** The error for an edit or delete the repository refused (not the caller's message, or no such message). */
+  const refuseMutation = (
+    conn: ChatConnection,
+    reason: 'not_found' | 'forbidden',
+    verb: 'edit' | 'delete',
+  ) =>
+    reason === 'forbidden'
+      ? fail(conn, ChatErrorCode.FORBIDDEN, `Only the author or an administrator can ${verb} this message`)
+      : fail(conn, ChatErrorCode.MESSAGE_NOT_FOUND, 'Message not found');
   const internal = (conn: ChatConnection, err: unknown, what: string) => {
     logger.error({ err, connectionId: conn.id }, `chat: ${what} failed`);
     hub.send(
@@ -186,14 +195,7 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
           isAdmin: id.isAdmin,
         });
         if (result.ok) return publish({ type: 'message_updated', message: result.value });
-        if (result.reason === 'forbidden') {
-          return fail(
-            conn,
-            ChatErrorCode.FORBIDDEN,
-            'Only the author or an administrator can edit this message',
-          );
-        }
-        return fail(conn, ChatErrorCode.MESSAGE_NOT_FOUND, 'Message not found');
+        return refuseMutation(conn, result.reason, 'edit');
       } catch (err) {
         internal(conn, err, 'edit the message');
       }
@@ -205,14 +207,7 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       try {
         const result = await repo.remove(msg.messageId, { userId: id.userId, isAdmin: id.isAdmin });
         if (result.ok) return publish({ type: 'message_deleted', messageId: result.value });
-        if (result.reason === 'forbidden') {
-          return fail(
-            conn,
-            ChatErrorCode.FORBIDDEN,
-            'Only the author or an administrator can delete this message',
-          );
-        }
-        return fail(conn, ChatErrorCode.MESSAGE_NOT_FOUND, 'Message not found');
+        return refuseMutation(conn, result.reason, 'delete');
       } catch (err) {
         internal(conn, err, 'delete the message');
       }

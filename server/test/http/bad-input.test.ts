@@ -1,11 +1,12 @@
-// NUL characters (which PostgreSQL text cannot hold) are refused with 400 wherever they arrive, never a 500.
+// Hostile request lines and bodies get the contract's 4xx, never a 500: NUL characters (which PostgreSQL text
+// cannot hold) wherever they arrive, and router-level URL errors raised before any route runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { findNul } from '../../src/http/nul-guard.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
 
-describe('NUL guard', () => {
+describe('NUL characters and malformed URLs', () => {
   let env: TestEnv;
   let app: App;
   let user: TestUser;
@@ -81,5 +82,25 @@ describe('NUL guard', () => {
       payload: '{"__proto__":{"emailEnabled":true}}',
     });
     expect(poisoned.statusCode).toBe(400);
+  });
+
+  it('answers an over-long path parameter with 404 NOT_FOUND in the contract shape', async () => {
+    const res = await app.inject({
+      method: 'DELETE',
+      url: `/notification/${'a'.repeat(300)}`,
+      headers: { cookie: user.cookie },
+    });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toEqual({ code: 'NOT_FOUND', message: 'Not found' });
+  });
+
+  it('answers a malformed percent-encoding with 400 INVALID_REQUEST', async () => {
+    const res = await app.inject({
+      method: 'DELETE',
+      url: '/notification/%E0%A4%A',
+      headers: { cookie: user.cookie },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'INVALID_REQUEST' });
   });
 });
