@@ -160,19 +160,30 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
     return true;
   };
 
+  /** Shared prelude of send and edit: a permitted writer, valid text, not throttled; otherwise answered and null. */
+  const writableText = async (conn: ChatConnection, raw: string) => {
+    const id = writer(conn);
+    if (!id) return null;
+    const text = normalizeMessageText(raw, id.isAdmin);
+    if (!text.ok) {
+      fail(conn, text.code, text.message);
+      return null;
+    }
+    if (await throttled(conn, id.userId)) return null;
+    return { id, text: text.text };
+  };
+
   const handlers = {
     async send_message(conn: ChatConnection, msg: Extract<ClientMessage, { type: 'send_message' }>) {
-      const id = writer(conn);
-      if (!id) return;
-      const text = normalizeMessageText(msg.message, id.isAdmin);
-      if (!text.ok) return fail(conn, text.code, text.message);
-      if (await throttled(conn, id.userId)) return;
+      const w = await writableText(conn, msg.message);
+      if (!w) return;
+      const { id, text } = w;
       try {
         const { message, created } = await repo.insert({
           userId: id.userId,
           userName: id.name,
           userAvatar: id.image,
-          message: text.text,
+          message: text,
           clientMessageId: msg.clientMessageId,
         });
         // A retried clientMessageId gets its stored message back, to the sender only.
@@ -184,13 +195,11 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
     },
 
     async edit_message(conn: ChatConnection, msg: Extract<ClientMessage, { type: 'edit_message' }>) {
-      const id = writer(conn);
-      if (!id) return;
-      const text = normalizeMessageText(msg.message, id.isAdmin);
-      if (!text.ok) return fail(conn, text.code, text.message);
-      if (await throttled(conn, id.userId)) return;
+      const w = await writableText(conn, msg.message);
+      if (!w) return;
+      const { id, text } = w;
       try {
-        const result = await repo.update(msg.messageId, text.text, {
+        const result = await repo.update(msg.messageId, text, {
           userId: id.userId,
           isAdmin: id.isAdmin,
         });
