@@ -16,19 +16,27 @@ export const SSE_EVENT_NAMES = [
 ] as const;
 export type SseEventName = (typeof SSE_EVENT_NAMES)[number];
 
-/** Most events one per-user bus message carries. */
-export const MAX_EVENTS_PER_USER_MESSAGE = 10;
+/** Schema-level cap on events in one per-user bus message; the publisher bounds messages by bytes first. */
+export const MAX_EVENTS_PER_USER_MESSAGE = 5_000;
 
-/** Events for one user (read toggles, deletes, counts). */
+const LoggedEventNameSchema = z.enum([
+  'new_notification',
+  'notification_updated',
+  'notification_deleted',
+  'notifications_cleared',
+  'unread_count_changed',
+]);
+
+/** Committed events of one user, each with its seq (the user's event cursor). */
 const UserEventsSchema = z.object({
   kind: z.literal('user'),
   userId: z.string().min(1),
   events: z
     .array(
       z.object({
-        name: z.enum(SSE_EVENT_NAMES),
+        seq: z.number().int().positive(),
+        name: LoggedEventNameSchema,
         data: z.record(z.string(), z.unknown()),
-        seq: z.number().int().nonnegative().optional(),
       }),
     )
     .min(1)
@@ -37,7 +45,8 @@ const UserEventsSchema = z.object({
 
 /**
  * One created batch: the shared content once, plus what differs per user. Broadcasts send one of these per
- * batch instead of one bus message per user.
+ * batch instead of one bus message per user. Each item's new_notification has \`seq\`, its
+ * unread_count_changed \`seq + 1\`.
  */
 const BatchSchema = z.object({
   kind: z.literal('batch'),
@@ -47,7 +56,7 @@ const BatchSchema = z.object({
       z.object({
         userId: z.string().min(1),
         id: z.string().min(1),
-        seq: z.number().int().nonnegative(),
+        seq: z.number().int().positive(),
         createdAt: z.string(),
         unreadCount: z.number().int().nonnegative(),
       }),
@@ -55,10 +64,21 @@ const BatchSchema = z.object({
     .min(1),
 });
 
-export const NotificationBusMessageSchema = z.discriminatedUnion('kind', [UserEventsSchema, BatchSchema]);
+/**
+ * "These users have events up to seq in the log": sent instead of the events themselves when they would not
+ * fit in one bus message. Hubs read the log, so nothing is dropped for being large.
+ */
+const SyncSchema = z.object({
+  kind: z.literal('sync'),
+  users: z.array(z.object({ userId: z.string().min(1), seq: z.number().int().positive() })).min(1),
+});
+
+export const NotificationBusMessageSchema = z.discriminatedUnion('kind', [
+  UserEventsSchema,
+  BatchSchema,
+  SyncSchema,
+]);
 export type NotificationBusMessage = z.infer<typeof NotificationBusMessageSchema>;
 export type UserEventsMessage = z.infer<typeof UserEventsSchema>;
 export type BatchMessage = z.infer<typeof BatchSchema>;
-
-/** Keeps one bus message well under BUS_MAX_PAYLOAD_BYTES even with large batch sizes. */
-export const MAX_ITEMS_PER_BUS_MESSAGE = 1000;
+export type SyncMessage = z.infer<typeof SyncSchema>;

@@ -52,12 +52,14 @@ export function registerNotifications(app: FastifyInstance): void {
     policy: actionUrlPolicy(config.FE_BASE_URL, config.ACTION_ALLOWED_DOMAINS),
     logger,
     batchSize: config.BROADCAST_BATCH_SIZE,
+    maxBusPayloadBytes: config.BUS_MAX_PAYLOAD_BYTES,
   });
   const hub = createStreamHub({
     repo,
     presence: realtime.presence,
     logger,
-    unreadCount: (id) => unread.get(id),
+    // Wired to the auth layer's revocation check by the exact-delivery work (see docs/architecture.md).
+    isSessionLive: async () => true,
     keepAliveMs: config.SSE_KEEPALIVE_MS,
     maxBufferedBytes: config.SSE_MAX_BUFFERED_BYTES,
   });

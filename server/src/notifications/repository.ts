@@ -16,7 +16,6 @@ import {
 interface NotificationRow {
   id: string;
   user_id: string;
-  seq: string | number;
   type: NotificationType;
   title: string;
   content: string;
@@ -28,11 +27,9 @@ interface NotificationRow {
 
 const iso = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
 
-export interface StoredNotification extends Notification {
-  seq: number;
-}
+export type StoredNotification = Notification;
 
-export function toNotification(row: NotificationRow): StoredNotification {
+export function toNotification(row: NotificationRow): Notification {
   return {
     id: row.id,
     userId: row.user_id,
@@ -43,18 +40,59 @@ export function toNotification(row: NotificationRow): StoredNotification {
     read: row.read,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
-    seq: Number(row.seq),
   };
 }
 
-export function publicNotification(n: StoredNotification): Notification {
-  const { seq: _seq, ...rest } = n;
-  return rest;
+const COLUMNS = sql.raw('id, user_id, type, title, content, metadata, read, created_at, updated_at');
+const N_COLUMNS = sql.raw(
+  'n.id, n.user_id, n.type, n.title, n.content, n.metadata, n.read, n.created_at, n.updated_at',
+);
+
+/** The SSE events that change a user's state; each gets the user's next seq and a row in the event log. */
+export const LOGGED_EVENT_KINDS = [
+  'new_notification',
+  'notification_updated',
+  'notification_deleted',
+  'notifications_cleared',
+  'unread_count_changed',
+] as const;
+export type LoggedEventKind = (typeof LOGGED_EVENT_KINDS)[number];
+
+/** One event as written to the log: a notification reference or small data, never notification content. */
+interface LogEntry {
+  kind: LoggedEventKind;
+  notificationId?: string;
+  data?: Record<string, unknown>;
 }
 
-const COLUMNS = sql.raw(
-  'id, user_id, seq::text as seq, type, title, content, metadata, read, created_at, updated_at',
-);
+/** A committed, sequenced event as published on the bus and replayed to streams. */
+export interface SeqEvent {
+  seq: number;
+  name: LoggedEventKind;
+  data: Record<string, unknown>;
+}
+
+/** A user's cursor: the newest seq issued, the unread count, and the oldest seq still in the log. */
+export interface UserCursor {
+  lastSeq: number;
+  unread: number;
+  /** Oldest logged seq, or null when the log holds nothing for the user (pruned or never written). */
+  oldestSeq: number | null;
+}
+
+interface EventRow extends Partial<NotificationRow> {
+  seq: string;
+  kind: LoggedEventKind;
+  data: Record<string, unknown> | null;
+  nid: string | null;
+}
+
+export interface CreatedNotification {
+  notification: Notification;
+  /** Seq of its new_notification event; unread_count_changed follows at seq + 1. */
+  seq: number;
+  unreadCount: number;
+}
 
 /** `%`, `_` and the escape character itself match literally inside the ILIKE pattern. */
 export function likePattern(term: string): string {
@@ -91,6 +129,73 @@ export interface NewRowTemplate {
   title: string;
   content: string;
   metadata: Record<string, unknown>;
+}
+
+type Executor = Pick<Db, 'execute'>;
+
+interface LogRow {
+  user_id: string;
+  seq: number;
+  kind: LoggedEventKind;
+  notification_id: string | null;
+  data: Record<string, unknown> | null;
+}
+
+/** Writes event rows in one statement (a JSON recordset works the same on node-postgres and PGlite). */
+async function insertLog(tx: Executor, rows: LogRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await tx.execute(
+    sql`insert into notification_event (user_id, seq, kind, notification_id, data)
+        select user_id, seq, kind, notification_id, data
+        from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+          as x(user_id text, seq bigint, kind text, notification_id uuid, data jsonb)`,
+  );
+}
+
+/**
+ * Appends one user's events inside the transaction that made the change: bumps the cursor (taking its row
+ * lock, which orders this user's writers so seqs commit in order and without holes), applies the unread
+ * delta, and adds an unread_count_changed event when the count moved. Returns the events as published.
+ */
+async function appendEvents(
+  tx: Executor,
+  userId: string,
+  entries: Array<LogEntry & { notification?: Notification }>,
+  unreadDelta: number,
+): Promise<SeqEvent[]> {
+  const count = entries.length + (unreadDelta !== 0 ? 1 : 0);
+  const [cursor] = rowsOf<{ last_seq: string; unread: number }>(
+    await tx.execute(
+      sql`insert into notification_cursor (user_id, last_seq, unread)
+          values (${userId}, ${count}, greatest(${unreadDelta}::int, 0))
+          on conflict (user_id) do update
+            set last_seq = notification_cursor.last_seq + ${count}::int,
+                unread = greatest(notification_cursor.unread + ${unreadDelta}::int, 0)
+          returning last_seq::text as last_seq, unread`,
+    ),
+  );
+  if (!cursor) throw new Error('cursor upsert returned nothing');
+  let seq = Number(cursor.last_seq) - count;
+  const events: SeqEvent[] = [];
+  const log: LogRow[] = [];
+  for (const e of entries) {
+    seq++;
+    const notificationId = e.notification?.id ?? e.notificationId ?? null;
+    log.push({ user_id: userId, seq, kind: e.kind, notification_id: notificationId, data: e.data ?? null });
+    events.push({
+      seq,
+      name: e.kind,
+      data: e.notification ? { notification: e.notification } : (e.data ?? {}),
+    });
+  }
+  if (unreadDelta !== 0) {
+    seq++;
+    const data = { unreadCount: Number(cursor.unread) };
+    log.push({ user_id: userId, seq, kind: 'unread_count_changed', notification_id: null, data });
+    events.push({ seq, name: 'unread_count_changed', data });
+  }
+  await insertLog(tx, log);
+  return events;
 }
 
 export function createNotificationRepository(db: Db) {
@@ -137,102 +242,237 @@ export function createNotificationRepository(db: Db) {
       };
     },
 
+    /** The user's unread count, kept exactly in the cursor row by every change (no counting). */
     async unreadCount(userId: string): Promise<number> {
       const [row] = await exec<{ n: number }>(
-        sql`select count(*)::int as n from notification where user_id = ${userId} and read = false`,
+        sql`select unread as n from notification_cursor where user_id = ${userId}`,
       );
       return Number(row?.n ?? 0);
     },
 
-    async unreadCounts(userIds: string[]): Promise<Map<string, number>> {
-      const result = new Map<string, number>(userIds.map((id) => [id, 0]));
-      if (userIds.length === 0) return result;
-      const rows = await exec<{ user_id: string; n: number }>(
-        sql`select user_id, count(*)::int as n from notification
-            where user_id = any(${textArray(userIds)}) and read = false group by user_id`,
-      );
-      for (const r of rows) result.set(r.user_id, Number(r.n));
-      return result;
-    },
-
-    async find(userId: string, id: string): Promise<StoredNotification | null> {
+    async find(userId: string, id: string): Promise<Notification | null> {
       const [row] = await exec<NotificationRow>(
         sql`select ${COLUMNS} from notification where id = ${id}::uuid and user_id = ${userId}`,
       );
       return row ? toNotification(row) : null;
     },
 
-    /** Sets read; returns the row and whether it changed, or null when missing / someone else's. */
+    /** Sets read; returns the row, whether it changed and the committed events, or null when missing. */
     async setRead(
       userId: string,
       id: string,
       read: boolean,
-    ): Promise<{ notification: StoredNotification; changed: boolean } | null> {
-      const [row] = await exec<NotificationRow>(
-        sql`update notification set read = ${read}, updated_at = now()
-            where id = ${id}::uuid and user_id = ${userId} and read <> ${read} returning ${COLUMNS}`,
-      );
-      if (row) return { notification: toNotification(row), changed: true };
+    ): Promise<{ notification: Notification; changed: boolean; events: SeqEvent[] } | null> {
+      const result = await db.transaction(async (tx) => {
+        const [row] = rowsOf<NotificationRow>(
+          await tx.execute(
+            sql`update notification set read = ${read}, updated_at = now()
+                where id = ${id}::uuid and user_id = ${userId} and read <> ${read} returning ${COLUMNS}`,
+          ),
+        );
+        if (!row) return null;
+        const notification = toNotification(row);
+        const events = await appendEvents(
+          tx,
+          userId,
+          [{ kind: 'notification_updated', notification }],
+          read ? -1 : 1,
+        );
+        return { notification, changed: true, events };
+      });
+      if (result) return result;
       const existing = await this.find(userId, id);
-      return existing ? { notification: existing, changed: false } : null;
+      return existing ? { notification: existing, changed: false, events: [] } : null;
     },
 
-    /** Marks every unread notification read; returns the changed rows (oldest first) for the SSE events. */
-    async markAllRead(userId: string): Promise<StoredNotification[]> {
-      const rows = await exec<NotificationRow>(
-        sql`update notification set read = true, updated_at = now()
-            where user_id = ${userId} and read = false returning ${COLUMNS}`,
-      );
-      return rows.map(toNotification).sort((a, b) => a.seq - b.seq);
+    /** Marks every unread notification read; the events carry them oldest first. */
+    async markAllRead(userId: string): Promise<{ updatedCount: number; events: SeqEvent[] }> {
+      return db.transaction(async (tx) => {
+        const rows = rowsOf<NotificationRow>(
+          await tx.execute(
+            sql`update notification set read = true, updated_at = now()
+                where user_id = ${userId} and read = false returning ${COLUMNS}`,
+          ),
+        );
+        if (rows.length === 0) return { updatedCount: 0, events: [] };
+        const changed = rows
+          .map(toNotification)
+          .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+        const events = await appendEvents(
+          tx,
+          userId,
+          changed.map((notification) => ({ kind: 'notification_updated' as const, notification })),
+          -changed.length,
+        );
+        return { updatedCount: changed.length, events };
+      });
     },
 
-    /** Deletes one; returns whether it was unread, or null when missing / someone else's. */
-    async remove(userId: string, id: string): Promise<{ wasUnread: boolean } | null> {
-      const [row] = await exec<{ read: boolean }>(
-        sql`delete from notification where id = ${id}::uuid and user_id = ${userId} returning read`,
-      );
-      return row ? { wasUnread: !row.read } : null;
+    /** Deletes one; returns the committed events, or null when missing / someone else's. */
+    async remove(userId: string, id: string): Promise<{ events: SeqEvent[] } | null> {
+      return db.transaction(async (tx) => {
+        const [row] = rowsOf<{ read: boolean }>(
+          await tx.execute(
+            sql`delete from notification where id = ${id}::uuid and user_id = ${userId} returning read`,
+          ),
+        );
+        if (!row) return null;
+        const events = await appendEvents(
+          tx,
+          userId,
+          [{ kind: 'notification_deleted', data: { notificationId: id } }],
+          row.read ? 0 : -1,
+        );
+        return { events };
+      });
     },
 
-    async removeAll(userId: string): Promise<{ deleted: number; unreadDeleted: number }> {
-      const [row] = await exec<{ n: number; u: number }>(
-        sql`with d as (delete from notification where user_id = ${userId} returning read)
-            select count(*)::int as n, count(*) filter (where not read)::int as u from d`,
-      );
-      return { deleted: Number(row?.n ?? 0), unreadDeleted: Number(row?.u ?? 0) };
+    async removeAll(userId: string): Promise<{ deletedCount: number; events: SeqEvent[] }> {
+      return db.transaction(async (tx) => {
+        const [row] = rowsOf<{ n: number; u: number }>(
+          await tx.execute(
+            sql`with d as (delete from notification where user_id = ${userId} returning read)
+                select count(*)::int as n, count(*) filter (where not read)::int as u from d`,
+          ),
+        );
+        const deletedCount = Number(row?.n ?? 0);
+        if (deletedCount === 0) return { deletedCount, events: [] };
+        const events = await appendEvents(
+          tx,
+          userId,
+          [{ kind: 'notifications_cleared', data: { deletedCount } }],
+          -Number(row?.u ?? 0),
+        );
+        return { deletedCount, events };
+      });
     },
 
-    /** new_notification rows after a cursor, in cursor order (SSE resume). */
-    async after(userId: string, seq: number, limit: number): Promise<StoredNotification[]> {
-      const rows = await exec<NotificationRow>(
-        sql`select ${COLUMNS} from notification where user_id = ${userId} and seq > ${seq}
-            order by notification.seq asc limit ${limit}`,
+    /** The user's cursor (zeros when nothing was ever written for them). */
+    async cursor(userId: string): Promise<UserCursor> {
+      const [row] = await exec<{ last_seq: string; unread: number; oldest: string | null }>(
+        sql`select c.last_seq::text as last_seq, c.unread,
+                   (select min(e.seq)::text from notification_event e where e.user_id = ${userId}) as oldest
+            from notification_cursor c where c.user_id = ${userId}`,
       );
-      return rows.map(toNotification);
+      if (!row) return { lastSeq: 0, unread: 0, oldestSeq: null };
+      return {
+        lastSeq: Number(row.last_seq),
+        unread: Number(row.unread),
+        oldestSeq: row.oldest === null ? null : Number(row.oldest),
+      };
     },
 
-    async maxSeq(userId: string): Promise<number> {
-      const [row] = await exec<{ s: string | null }>(
-        sql`select max(seq)::text as s from notification where user_id = ${userId}`,
+    /** Newest seq of each of these users (absent users have none); one query for every local stream. */
+    async lastSeqs(userIds: string[]): Promise<Map<string, number>> {
+      const result = new Map<string, number>();
+      if (userIds.length === 0) return result;
+      const rows = await exec<{ user_id: string; last_seq: string }>(
+        sql`select user_id, last_seq::text as last_seq from notification_cursor
+            where user_id = any(${textArray(userIds)})`,
       );
-      return row?.s ? Number(row.s) : 0;
+      for (const r of rows) result.set(r.user_id, Number(r.last_seq));
+      return result;
     },
 
     /**
-     * One multi-row INSERT of the same notification for many users. Users that no longer exist are skipped
-     * by the join instead of failing the whole batch on the foreign key.
+     * Logged events after a cursor, in seq order (SSE resume and gap repair). Events that reference a
+     * notification carry its current state; \`data\` is null when it has since been deleted (a later
+     * notification_deleted or notifications_cleared event in the log says so).
      */
-    async insertForUsers(userIds: string[], t: NewRowTemplate): Promise<StoredNotification[]> {
-      if (userIds.length === 0) return [];
-      const rows = await exec<NotificationRow>(
-        sql`insert into notification (user_id, type, title, content, metadata)
-            select u.id, ${t.type}, ${t.title}, ${t.content}, ${JSON.stringify(t.metadata)}::jsonb
-            from unnest(${textArray(userIds)}) with ordinality as x(id, ord)
-            join "user" u on u.id = x.id
-            order by x.ord
-            returning ${COLUMNS}`,
+    async eventsAfter(
+      userId: string,
+      afterSeq: number,
+      limit: number,
+    ): Promise<Array<{ seq: number; name: LoggedEventKind; data: Record<string, unknown> | null }>> {
+      const rows = await exec<EventRow>(
+        sql`select e.seq::text as seq, e.kind, e.data, e.notification_id as nid, ${N_COLUMNS}
+            from notification_event e left join notification n on n.id = e.notification_id
+            where e.user_id = ${userId} and e.seq > ${afterSeq}
+            order by e.seq asc limit ${limit}`,
       );
-      return rows.map(toNotification);
+      return rows.map((r) => {
+        let data: Record<string, unknown> | null = r.data;
+        if (r.nid !== null) data = r.id ? { notification: toNotification(r as NotificationRow) } : null;
+        return { seq: Number(r.seq), name: r.kind, data };
+      });
+    },
+
+    /**
+     * One multi-row INSERT of the same notification for many users, with each user's new_notification and
+     * unread_count_changed events, in one transaction. Users that no longer exist are skipped by the join.
+     * With a sourceKey, users who already have a notification from that key are skipped too and returned in
+     * \`existing\` (a resumed idempotent broadcast).
+     */
+    async insertForUsers(
+      requested: string[],
+      t: NewRowTemplate,
+      sourceKey?: string,
+    ): Promise<{ created: CreatedNotification[]; existing: Notification[] }> {
+      const userIds = [...new Set(requested)];
+      if (userIds.length === 0) return { created: [], existing: [] };
+      return db.transaction(async (tx) => {
+        const rows = rowsOf<NotificationRow>(
+          await tx.execute(
+            sql`insert into notification (user_id, type, title, content, metadata, source_key)
+                select u.id, ${t.type}, ${t.title}, ${t.content}, ${JSON.stringify(t.metadata)}::jsonb, ${sourceKey ?? null}
+                from unnest(${textArray(userIds)}) with ordinality as x(id, ord)
+                join "user" u on u.id = x.id
+                order by x.ord
+                on conflict (user_id, source_key) where source_key is not null do nothing
+                returning ${COLUMNS}`,
+          ),
+        );
+        const notifications = rows.map(toNotification);
+        let existing: Notification[] = [];
+        if (sourceKey !== undefined && notifications.length < userIds.length) {
+          const got = new Set(notifications.map((n) => n.userId));
+          const rest = userIds.filter((id) => !got.has(id));
+          existing = rowsOf<NotificationRow>(
+            await tx.execute(
+              sql`select ${COLUMNS} from notification
+                  where source_key = ${sourceKey} and user_id = any(${textArray(rest)})`,
+            ),
+          ).map(toNotification);
+        }
+        if (notifications.length === 0) return { created: [], existing };
+        // Cursor rows are locked in user-id order, so concurrent broadcasts cannot deadlock on them.
+        const cursors = rowsOf<{ user_id: string; last_seq: string; unread: number }>(
+          await tx.execute(
+            sql`insert into notification_cursor (user_id, last_seq, unread)
+                select id, 2, 1 from unnest(${textArray(notifications.map((n) => n.userId))}) as x(id) order by id
+                on conflict (user_id) do update
+                  set last_seq = notification_cursor.last_seq + 2, unread = notification_cursor.unread + 1
+                returning user_id, last_seq::text as last_seq, unread`,
+          ),
+        );
+        const byUser = new Map(cursors.map((c) => [c.user_id, c]));
+        const created: CreatedNotification[] = [];
+        const log: LogRow[] = [];
+        for (const notification of notifications) {
+          const c = byUser.get(notification.userId);
+          if (!c) throw new Error('cursor row missing after upsert');
+          const last = Number(c.last_seq);
+          created.push({ notification, seq: last - 1, unreadCount: Number(c.unread) });
+          log.push(
+            {
+              user_id: notification.userId,
+              seq: last - 1,
+              kind: 'new_notification',
+              notification_id: notification.id,
+              data: null,
+            },
+            {
+              user_id: notification.userId,
+              seq: last,
+              kind: 'unread_count_changed',
+              notification_id: null,
+              data: { unreadCount: Number(c.unread) },
+            },
+          );
+        }
+        await insertLog(tx, log);
+        return { created, existing };
+      });
     },
 
     async getPreferences(userId: string): Promise<Preferences> {

@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import type { Store } from '../infra/cache.js';
 import { type Database, rowsOf } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
+import { REPLAY_MAX } from './stream.js';
 import { createUnreadCache, type UnreadCache } from './unread-cache.js';
 
 // Arbitrary but fixed; distinct from the migration lock.
@@ -19,6 +20,8 @@ export interface RetentionResult {
   ran: boolean;
   expiredDeleted: number;
   overflowDeleted: number;
+  /** Event-log rows beyond what a resume can replay. */
+  eventsDeleted: number;
   emailsDeleted: number;
   idempotencyKeysDeleted: number;
 }
@@ -70,6 +73,40 @@ export async function runRetention(
         )
         select user_id, count(*)::int as n, count(*) filter (where not read)::int as u from d group by user_id`),
     );
+    // Deleted unread rows lower the count: the cursor moves by one unread_count_changed event per user, so
+    // live streams and resuming clients learn it like any other change (locked in user-id order, as
+    // broadcasts do, so the two cannot deadlock).
+    const unreadDrop = new Map<string, number>();
+    for (const r of [...expired, ...overflow]) {
+      if (Number(r.u) > 0) unreadDrop.set(r.user_id, (unreadDrop.get(r.user_id) ?? 0) + Number(r.u));
+    }
+    if (unreadDrop.size > 0) {
+      const drops = JSON.stringify([...unreadDrop].map(([user_id, u]) => ({ user_id, u })));
+      await tx.execute(sql`
+        with c as (
+          insert into notification_cursor (user_id, last_seq, unread)
+          select user_id, 1, 0 from jsonb_to_recordset(${drops}::jsonb) as x(user_id text, u int) order by user_id
+          on conflict (user_id) do update
+            set last_seq = notification_cursor.last_seq + 1,
+                unread = greatest(notification_cursor.unread - (
+                  select x.u from jsonb_to_recordset(${drops}::jsonb) as x(user_id text, u int)
+                  where x.user_id = excluded.user_id), 0)
+          returning user_id, last_seq, unread
+        )
+        insert into notification_event (user_id, seq, kind, data)
+        select user_id, last_seq, 'unread_count_changed', jsonb_build_object('unreadCount', unread) from c`);
+    }
+    // The event log keeps what a resume can use: the retention window and at most REPLAY_MAX per user.
+    const [events] = rowsOf<{ n: number }>(
+      await tx.execute(sql`
+        with d as (
+          delete from notification_event e using notification_cursor c
+          where e.user_id = c.user_id
+            and (e.seq <= c.last_seq - ${REPLAY_MAX}::int
+                 or e.created_at < now() - make_interval(days => ${maxAgeDays}::int))
+          returning 1)
+        select count(*)::int as n from d`),
+    );
     const [emails] = rowsOf<{ n: number }>(
       await tx.execute(sql`
         with d as (delete from email_outbox where status in ('sent', 'failed')
@@ -87,13 +124,21 @@ export async function runRetention(
     return {
       touched: [...touched],
       expiredDeleted: expired.reduce((s, r) => s + Number(r.n), 0),
+      eventsDeleted: Number(events?.n ?? 0),
       overflowDeleted: overflow.reduce((s, r) => s + Number(r.n), 0),
       emailsDeleted: Number(emails?.n ?? 0),
       idempotencyKeysDeleted: Number(keys?.n ?? 0),
     };
   });
   if (!result)
-    return { ran: false, expiredDeleted: 0, overflowDeleted: 0, emailsDeleted: 0, idempotencyKeysDeleted: 0 };
+    return {
+      ran: false,
+      expiredDeleted: 0,
+      overflowDeleted: 0,
+      eventsDeleted: 0,
+      emailsDeleted: 0,
+      idempotencyKeysDeleted: 0,
+    };
   // After commit: deleted unread rows change cached unread counts.
   const cache =
     unreadCache ?? createUnreadCache({ store: ctx.store, logger: ctx.logger, countFromDb: async () => 0 });

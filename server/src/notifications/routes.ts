@@ -13,7 +13,7 @@ import {
   PreferencesSchema,
 } from './schemas.js';
 import type { NotificationService } from './service.js';
-import type { StreamHub } from './stream.js';
+import { parseLastEventId, type StreamHub } from './stream.js';
 
 export const ErrorSchema = z.object({
   code: z.string(),
@@ -215,8 +215,8 @@ export function registerNotificationRoutes(
         security,
         summary: 'Live notification events (Server-Sent Events)',
         description:
-          'text/event-stream. Each event has `id` (resume cursor), `event` and JSON `data` with a `type` equal to the event name: connected, new_notification, notification_updated, notification_deleted, notifications_cleared, unread_count_changed, keep_alive, error. Reconnect with `Last-Event-ID` to receive missed new_notification events.',
-        headers: z.object({ 'last-event-id': z.string().max(64).optional() }),
+          'text/event-stream. Each event has `id` (resume cursor), `event` and JSON `data` with a `type` equal to the event name: connected, new_notification, notification_updated, notification_deleted, notifications_cleared, unread_count_changed, keep_alive, error. Reconnect with `Last-Event-ID` to receive every missed state-changing event (new_notification, notification_updated, notification_deleted, notifications_cleared, unread_count_changed) in order; `connected` carries `resumed`, `replayed` and `resync` (true: refetch the list and counts).',
+        headers: z.object({ 'last-event-id': z.string().optional() }),
         response: {
           200: z.string().describe('text/event-stream'),
           401: ErrorSchema,
@@ -226,9 +226,7 @@ export function registerNotificationRoutes(
     },
     async (request, reply) => {
       const raw = request.headers['last-event-id'];
-      const lastEventId =
-        typeof raw === 'string' && /^\d{1,15}$/.test(raw.trim()) ? Number(raw.trim()) : null;
-      await hub.open(reply, authOf(request), lastEventId);
+      await hub.open(reply, authOf(request), parseLastEventId(typeof raw === 'string' ? raw : undefined));
     },
   );
 }

@@ -8,12 +8,11 @@ import type { Delivery, DeliveryItem } from './delivery.js';
 import {
   type BatchMessage,
   MAX_EVENTS_PER_USER_MESSAGE,
-  MAX_ITEMS_PER_BUS_MESSAGE,
   NOTIFICATION_EVENTS_TOPIC,
   type NotificationBusMessage,
-  type UserEventsMessage,
+  type SyncMessage,
 } from './events.js';
-import { type NotificationRepository, publicNotification, type StoredNotification } from './repository.js';
+import type { CreatedNotification, NotificationRepository, SeqEvent } from './repository.js';
 import {
   type ActionUrlPolicy,
   assertActionUrls,
@@ -33,10 +32,17 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export interface CreateOptions {
   /** Delivery order override (CONTRACT §4); default sse, email, push. */
   strategies?: readonly StrategyName[];
+  /**
+   * Makes the send idempotent per user: a user who already has a notification from this key is not sent
+   * another (a broadcast resumed after a crash). Such users are reported in \`existing\`.
+   */
+  sourceKey?: string;
 }
 
 export interface BatchResult {
-  created: StoredNotification[];
+  created: Notification[];
+  /** Users who already had this sourceKey's notification (only with a sourceKey). */
+  existing: Notification[];
   /** Requested users that did not exist any more when inserting. */
   missingUserIds: string[];
 }
@@ -49,17 +55,82 @@ export interface NotificationServiceDeps {
   policy: ActionUrlPolicy;
   logger: Logger;
   batchSize: number;
+  /** BUS_MAX_PAYLOAD_BYTES: bus messages are cut to fit, never dropped for size. */
+  maxBusPayloadBytes: number;
 }
+
+const byteLength = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
 
 export function createNotificationService(deps: NotificationServiceDeps) {
   const { repo, unread, realtime, logger } = deps;
 
+  // Headroom for the envelope and for the estimate below being per item rather than exact.
+  const budget = Math.max(512, Math.floor(deps.maxBusPayloadBytes * 0.9));
+
+  /**
+   * Publishes committed events. Never throws: the rows and the event log are committed, and streams that
+   * miss a message repair the gap from the log (docs/architecture.md, "Ordering and convergence").
+   */
   const publish = async (msg: NotificationBusMessage) => {
-    await realtime.bus.publish(NOTIFICATION_EVENTS_TOPIC, msg);
+    try {
+      await realtime.bus.publish(NOTIFICATION_EVENTS_TOPIC, msg);
+    } catch (err) {
+      logger.warn({ err, kind: msg.kind }, 'publishing notification events failed; streams will catch up');
+    }
   };
 
-  const publishUser = (userId: string, events: UserEventsMessage['events']) =>
-    publish({ kind: 'user', userId, events });
+  const publishSync = async (users: SyncMessage['users']) => {
+    // ~60 bytes per user; chunked so even a huge sync fits.
+    const per = Math.max(1, Math.floor(budget / 80));
+    for (let i = 0; i < users.length; i += per)
+      await publish({ kind: 'sync', users: users.slice(i, i + per) });
+  };
+
+  /** One user's events in as few messages as fit the bus; an event too large alone is sent as a sync. */
+  const publishUser = async (userId: string, events: SeqEvent[]) => {
+    const base = byteLength({ kind: 'user', userId, events: [] });
+    let chunk: SeqEvent[] = [];
+    let size = base;
+    const flush = async () => {
+      if (chunk.length > 0) await publish({ kind: 'user', userId, events: chunk });
+      chunk = [];
+      size = base;
+    };
+    for (const event of events) {
+      const bytes = byteLength(event) + 1;
+      if (base + bytes > budget) {
+        await flush();
+        await publishSync([{ userId, seq: event.seq }]);
+        continue;
+      }
+      if (size + bytes > budget || chunk.length >= MAX_EVENTS_PER_USER_MESSAGE) await flush();
+      chunk.push(event);
+      size += bytes;
+    }
+    await flush();
+  };
+
+  /** A created batch: the shared template once per message, items cut to fit. */
+  const publishCreated = async (template: BatchMessage['template'], created: CreatedNotification[]) => {
+    const items: BatchMessage['items'] = created.map((c) => ({
+      userId: c.notification.userId,
+      id: c.notification.id,
+      seq: c.seq,
+      createdAt: c.notification.createdAt,
+      unreadCount: c.unreadCount,
+    }));
+    const base = byteLength({ kind: 'batch', template, items: [] });
+    const itemBytes = items.reduce((max, item) => Math.max(max, byteLength(item) + 1), 0);
+    const per = Math.floor((budget - base) / Math.max(1, itemBytes));
+    if (per < 1) {
+      // The content alone does not fit a bus message: hubs read it from the log.
+      await publishSync(items.map((i) => ({ userId: i.userId, seq: i.seq + 1 })));
+      return;
+    }
+    for (let i = 0; i < items.length; i += per) {
+      await publish({ kind: 'batch', template, items: items.slice(i, i + per) });
+    }
+  };
 
   const notFoundError = () => notFound('NOT_FOUND', 'Notification not found');
   const uuidOrNotFound = (id: string) => {
@@ -77,7 +148,7 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     return parsed.data;
   };
 
-  /** Inserts one batch, invalidates counts, publishes one bus message, runs delivery. */
+  /** Inserts one batch (with its events), invalidates counts, publishes, runs delivery. */
   const createBatch = async (
     userIds: string[],
     input: NewNotification,
@@ -89,54 +160,38 @@ export function createNotificationService(deps: NotificationServiceDeps) {
       content: input.content,
       metadata: (input.metadata ?? {}) as Record<string, unknown>,
     };
-    const created = await repo.insertForUsers(userIds, template);
-    const createdUsers = created.map((n) => n.userId);
-    const createdSet = new Set(createdUsers);
-    const missingUserIds = userIds.filter((id) => !createdSet.has(id));
-    if (created.length === 0) return { created, missingUserIds };
-    await unread.invalidate(createdUsers);
-    try {
-      const counts = await repo.unreadCounts(createdUsers);
-      for (let i = 0; i < created.length; i += MAX_ITEMS_PER_BUS_MESSAGE) {
-        const msg: BatchMessage = {
-          kind: 'batch',
-          template: { ...template, read: false },
-          items: created.slice(i, i + MAX_ITEMS_PER_BUS_MESSAGE).map((n) => ({
-            userId: n.userId,
-            id: n.id,
-            seq: n.seq,
-            createdAt: n.createdAt,
-            unreadCount: counts.get(n.userId) ?? 0,
-          })),
-        };
-        await publish(msg);
-      }
-    } catch (err) {
-      // The rows are committed; live updates are best effort (clients resync on reconnect).
-      logger.warn({ err }, 'publishing created notifications failed');
+    const { created, existing } = await repo.insertForUsers(userIds, template, options.sourceKey);
+    const done = new Set([...created.map((c) => c.notification.userId), ...existing.map((n) => n.userId)]);
+    const missingUserIds = userIds.filter((id) => !done.has(id));
+    if (created.length > 0) {
+      await unread.invalidate(created.map((c) => c.notification.userId));
+      await publishCreated({ ...template, read: false }, created);
     }
-    const items: DeliveryItem[] = created.map((n) => ({
+    // Users reached by an interrupted earlier run go through delivery again: the outbox's per-notification
+    // dedupe key keeps their email single, and one whose delivery never ran still gets it.
+    const items: DeliveryItem[] = [...created.map((c) => c.notification), ...existing].map((n) => ({
       notificationId: n.id,
       userId: n.userId,
       type: n.type,
       title: n.title,
       content: n.content,
     }));
-    await deps.delivery.deliver(items, options.strategies);
-    return { created, missingUserIds };
+    if (items.length > 0) await deps.delivery.deliver(items, options.strategies);
+    return { created: created.map((c) => c.notification), existing, missingUserIds };
   };
 
-  const unreadChanged = async (userId: string) => ({
-    name: 'unread_count_changed' as const,
-    data: { unreadCount: await unread.get(userId) },
-  });
+  /** After a committed change: the cached count goes stale, then the events go out. */
+  const changed = async (userId: string, events: SeqEvent[]) => {
+    if (events.some((e) => e.name === 'unread_count_changed')) await unread.invalidate([userId]);
+    await publishUser(userId, events);
+  };
 
   return {
     async list(userId: string, query: ListQuery) {
       const { rows, totalCount } = await repo.list(userId, query);
       const totalPages = Math.ceil(totalCount / query.limit);
       return {
-        notifications: rows.map(publicNotification),
+        notifications: rows,
         pagination: {
           page: query.page,
           limit: query.limit,
@@ -156,35 +211,14 @@ export function createNotificationService(deps: NotificationServiceDeps) {
       const id = uuidOrNotFound(rawId);
       const result = await repo.setRead(userId, id, read);
       if (!result) throw notFoundError();
-      const notification = publicNotification(result.notification);
-      if (result.changed) {
-        await unread.invalidate([userId]);
-        await publishUser(userId, [
-          { name: 'notification_updated', data: { notification } },
-          await unreadChanged(userId),
-        ]);
-      }
-      return notification;
+      if (result.changed) await changed(userId, result.events);
+      return result.notification;
     },
 
     async markAllRead(userId: string): Promise<number> {
-      const updated = await repo.markAllRead(userId);
-      if (updated.length > 0) {
-        await unread.invalidate([userId]);
-        // Every changed notification gets its notification_updated (CONTRACT §3), a bus message per
-        // MAX_EVENTS_PER_USER_MESSAGE, then one unread_count_changed.
-        for (let i = 0; i < updated.length; i += MAX_EVENTS_PER_USER_MESSAGE) {
-          await publishUser(
-            userId,
-            updated.slice(i, i + MAX_EVENTS_PER_USER_MESSAGE).map((n) => ({
-              name: 'notification_updated' as const,
-              data: { notification: publicNotification(n) },
-            })),
-          );
-        }
-        await publishUser(userId, [await unreadChanged(userId)]);
-      }
-      return updated.length;
+      const { updatedCount, events } = await repo.markAllRead(userId);
+      if (updatedCount > 0) await changed(userId, events);
+      return updatedCount;
     },
 
     async remove(userId: string, rawId: string): Promise<string> {
@@ -192,30 +226,14 @@ export function createNotificationService(deps: NotificationServiceDeps) {
       const id = uuidOrNotFound(rawId);
       const result = await repo.remove(userId, id);
       if (!result) throw notFoundError();
-      const events: UserEventsMessage['events'] = [
-        { name: 'notification_deleted', data: { notificationId: id } },
-      ];
-      if (result.wasUnread) {
-        await unread.invalidate([userId]);
-        events.push(await unreadChanged(userId));
-      }
-      await publishUser(userId, events);
+      await changed(userId, result.events);
       return id;
     },
 
     async removeAll(userId: string): Promise<number> {
-      const { deleted, unreadDeleted } = await repo.removeAll(userId);
-      if (deleted > 0) {
-        const events: UserEventsMessage['events'] = [
-          { name: 'notifications_cleared', data: { deletedCount: deleted } },
-        ];
-        if (unreadDeleted > 0) {
-          await unread.invalidate([userId]);
-          events.push(await unreadChanged(userId));
-        }
-        await publishUser(userId, events);
-      }
-      return deleted;
+      const { deletedCount, events } = await repo.removeAll(userId);
+      if (deletedCount > 0) await changed(userId, events);
+      return deletedCount;
     },
 
     getPreferences: (userId: string): Promise<Preferences> => repo.getPreferences(userId),
@@ -228,10 +246,10 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     /** Creates one notification for one user, publishes it and runs delivery. 404 when the user is gone. */
     async createForUser(userId: string, input: NewNotification, options: CreateOptions = {}) {
       const valid = validate(input);
-      const { created } = await createBatch([userId], valid, options);
-      const first = created[0];
+      const { created, existing } = await createBatch([userId], valid, options);
+      const first = created[0] ?? existing[0];
       if (!first) throw new AppError(404, 'NOT_FOUND', 'User not found');
-      return publicNotification(first);
+      return first;
     },
 
     /**

@@ -1,11 +1,12 @@
-// Owns this instance's SSE hub: user id → open streams (tabs), connect/resume sequence, fan-out of bus events,
-// keep-alives, closing on session end and shutdown.
+// Owns this instance's SSE hub: user id → open streams (tabs), the connect/resume sequence, fan-out of bus
+// events in seq order, gap repair from the event log, periodic convergence, and closing on session end and
+// shutdown. The ordering design is in docs/architecture.md ("Ordering and convergence").
 //
-// Event ids are the notification `seq` cursor. A stream's cursor is the highest seq it has been given (or, on a
-// fresh connect, the user's newest seq when the stream opened); every event carries the stream's cursor so the
-// browser's Last-Event-ID always means "everything up to here was seen". Connect replays seq > cursor from
-// PostgreSQL (a resume's missed events; usually nothing on a fresh connect); events arriving during the replay
-// are held and then applied, skipping seqs already replayed.
+// Every state-changing event has a per-user seq, contiguous and committed in order (the cursor row lock). A
+// stream's cursor is the last seq it was given; the next event it may take is exactly cursor + 1. A higher
+// seq means something is missing (published out of order, lost on the bus, sent while degraded): the stream
+// holds live events, reads the log from its cursor, then applies what it held. A lower or equal seq is a
+// duplicate. So a stream never skips and never repeats, whatever order the bus delivers in.
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { AuthContext } from '../auth/guard.js';
@@ -13,13 +14,14 @@ import type { Logger } from '../infra/logger.js';
 import { openSse, type SseConnection, sseBody, sseIdLine } from '../realtime/sse.js';
 import type { Presence } from '../realtime/types.js';
 import type { BatchMessage, NotificationBusMessage, SseEventName } from './events.js';
-import { type NotificationRepository, publicNotification } from './repository.js';
+import type { NotificationRepository } from './repository.js';
 import type { Notification } from './schemas.js';
 
 interface HubEvent {
   name: SseEventName;
   /** Serialised once per dispatch and shared by every local stream. */
   body: string;
+  /** Present on state-changing events; absent on keep-alives. */
   seq?: number;
 }
 
@@ -28,23 +30,39 @@ interface StreamEntry {
   userId: string;
   sessionId: string;
   expiresAt: number;
+  /** Last seq given to this stream; also the id of the events that have no seq of their own. */
   cursor: number;
-  /** Non-null while the connect/resume sequence runs: live events wait here. */
+  /** Non-null while the stream reads the log (connect, gap repair): live events wait here. */
   held: HubEvent[] | null;
+  /** Highest seq known to exist for this user while repairing; the repair reads until it has it. */
+  target: number;
 }
 
 export interface StreamHubDeps {
   repo: NotificationRepository;
   presence: Presence;
   logger: Logger;
-  unreadCount: (userId: string) => Promise<number>;
+  /** False when the session was revoked, the user banned or the session expired (checked periodically). */
+  isSessionLive: (userId: string, sessionId: string) => Promise<boolean>;
   keepAliveMs: number;
   maxBufferedBytes: number;
 }
 
-const REPLAY_PAGE = 500;
-// A client that is further behind than this reloads its list instead of replaying (retention keeps ≤ 1,000).
-const REPLAY_MAX = 5_000;
+/** What the client asked to resume from (the Last-Event-ID header). */
+export type ResumeRequest = { kind: 'none' } | { kind: 'cursor'; seq: number } | { kind: 'invalid' };
+
+export function parseLastEventId(raw: string | undefined): ResumeRequest {
+  if (raw === undefined || raw.trim() === '') return { kind: 'none' };
+  const value = raw.trim();
+  if (!/^\d{1,15}$/.test(value)) return { kind: 'invalid' };
+  return { kind: 'cursor', seq: Number(value) };
+}
+
+const LOG_PAGE = 500;
+// A client further behind than this refetches instead of replaying (notification retention keeps ≤ 1,000).
+export const REPLAY_MAX = 5_000;
+// Users per convergence query.
+const CHECK_CHUNK = 1_000;
 
 export function eventBody(name: SseEventName, data: Record<string, unknown>): string {
   return sseBody(name, { type: name, ...data });
@@ -54,11 +72,64 @@ export function createStreamHub(deps: StreamHubDeps) {
   const users = new Map<string, Set<StreamEntry>>();
   let closing = false;
   let streamCount = 0;
+  let repairs = 0;
 
-  const writeTo = (entry: StreamEntry, ev: HubEvent, memo?: Map<number, string>) => {
+  const write = (entry: StreamEntry, body: string) => entry.conn.write(sseIdLine(entry.cursor) + body);
+
+  const closeEntry = (entry: StreamEntry, code: string, message: string) => {
+    entry.conn.end(sseIdLine(entry.cursor) + eventBody('error', { code, message }));
+  };
+
+  /** Reads the log from the stream's cursor until it is past `target`, then applies what was held. */
+  const repair = async (entry: StreamEntry): Promise<void> => {
+    repairs++;
+    try {
+      while (!entry.conn.closed) {
+        const rows = await deps.repo.eventsAfter(entry.userId, entry.cursor, LOG_PAGE);
+        const first = rows[0];
+        if ((first && first.seq !== entry.cursor + 1) || (!first && entry.cursor < entry.target)) {
+          // Pruned from the log, or announced but not there (another database): an exact replay is
+          // impossible; the reconnect is told `resync: true`.
+          closeEntry(entry, 'RESYNC_REQUIRED', 'Events were missed; reconnect to resynchronise');
+          return;
+        }
+        for (const row of rows) {
+          entry.cursor = row.seq;
+          // A notification deleted since is skipped (its deletion event follows in the log).
+          if (row.data !== null) write(entry, eventBody(row.name, row.data));
+        }
+        if (rows.length < LOG_PAGE && entry.cursor >= entry.target) break;
+      }
+    } catch (err) {
+      deps.logger.warn({ err, userId: entry.userId }, 'SSE gap repair failed; closing the stream to resume');
+      closeEntry(entry, 'INTERNAL_ERROR', 'Could not deliver missed events; reconnect to resume');
+      return;
+    }
+    const held = (entry.held ?? []).sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
+    entry.held = null;
+    // Everything held is now at or below the cursor (dropped) or follows it; a new gap starts a new repair.
+    for (const ev of held) apply(entry, ev);
+  };
+
+  const startRepair = (entry: StreamEntry, target: number, pending: HubEvent[]) => {
+    entry.held = pending;
+    entry.target = target;
+    void repair(entry);
+  };
+
+  /** Gives one event to one stream in seq order (see the header). */
+  const apply = (entry: StreamEntry, ev: HubEvent, memo?: Map<number, string>) => {
+    if (entry.held) {
+      entry.held.push(ev);
+      if (ev.seq !== undefined && ev.seq > entry.target) entry.target = ev.seq;
+      return;
+    }
     if (ev.seq !== undefined) {
-      // Already given (replay overlap or a duplicate delivery): never send the same notification twice.
       if (ev.seq <= entry.cursor) return;
+      if (ev.seq !== entry.cursor + 1) {
+        startRepair(entry, ev.seq, [ev]);
+        return;
+      }
       entry.cursor = ev.seq;
     }
     let frame = memo?.get(entry.cursor);
@@ -75,10 +146,7 @@ export function createStreamHub(deps: StreamHubDeps) {
     for (const ev of events) {
       // Streams of one user normally share a cursor, so they share the exact same bytes.
       const memo = new Map<number, string>();
-      for (const entry of set) {
-        if (entry.held) entry.held.push(ev);
-        else writeTo(entry, ev, memo);
-      }
+      for (const entry of set) apply(entry, ev, memo);
     }
   };
 
@@ -97,13 +165,55 @@ export function createStreamHub(deps: StreamHubDeps) {
         {
           name: 'unread_count_changed',
           body: eventBody('unread_count_changed', { unreadCount: item.unreadCount }),
+          seq: item.seq + 1,
         },
       ]);
     }
   };
 
-  const closeEntry = (entry: StreamEntry, code: string, message: string) => {
-    entry.conn.end(sseIdLine(entry.cursor) + eventBody('error', { code, message }));
+  /** Brings every stream of `userId` behind `seq` up to it from the log. */
+  const syncUser = (userId: string, seq: number) => {
+    const set = users.get(userId);
+    if (!set) return;
+    for (const entry of set) {
+      if (entry.held) {
+        if (seq > entry.target) entry.target = seq;
+      } else if (entry.cursor < seq) {
+        startRepair(entry, seq, []);
+      }
+    }
+  };
+
+  let checking: Promise<void> | undefined;
+  /**
+   * Convergence: compares every local stream with the log (one query per 1,000 users) and repairs those
+   * behind, so a lost bus message or a degraded period heals within one keep-alive interval; and re-checks
+   * each stream's session, so a revocation whose bus message was lost still ends the stream.
+   */
+  const converge = async (): Promise<void> => {
+    const ids = [...users.keys()];
+    for (let i = 0; i < ids.length; i += CHECK_CHUNK) {
+      const latest = await deps.repo.lastSeqs(ids.slice(i, i + CHECK_CHUNK));
+      for (const [userId, seq] of latest) syncUser(userId, seq);
+    }
+    for (const set of [...users.values()]) {
+      for (const entry of [...set]) {
+        if (entry.conn.closed) continue;
+        if (!(await deps.isSessionLive(entry.userId, entry.sessionId))) {
+          closeEntry(entry, 'SESSION_REVOKED', 'The session ended');
+        }
+      }
+    }
+  };
+  const runConvergence = (): Promise<void> => {
+    if (!checking) {
+      checking = converge()
+        .catch((err: unknown) => deps.logger.warn({ err }, 'SSE convergence check failed'))
+        .finally(() => {
+          checking = undefined;
+        });
+    }
+    return checking;
   };
 
   const keepAlive = setInterval(() => {
@@ -115,9 +225,10 @@ export function createStreamHub(deps: StreamHubDeps) {
         if (entry.held) continue;
         // Sessions are checked at connect; one that expires while the stream is open ends it here.
         if (entry.expiresAt <= now) closeEntry(entry, 'SESSION_EXPIRED', 'Your session has expired');
-        else writeTo(entry, { name: 'keep_alive', body }, memo);
+        else apply(entry, { name: 'keep_alive', body }, memo);
       }
     }
+    void runConvergence();
   }, deps.keepAliveMs);
   keepAlive.unref();
 
@@ -126,13 +237,18 @@ export function createStreamHub(deps: StreamHubDeps) {
     onBusMessage(msg: NotificationBusMessage) {
       if (msg.kind === 'batch') {
         deliverBatch(msg);
-        return;
+      } else if (msg.kind === 'sync') {
+        for (const u of msg.users) syncUser(u.userId, u.seq);
+      } else {
+        deliver(
+          msg.userId,
+          msg.events.map((e) => ({ name: e.name, body: eventBody(e.name, e.data), seq: e.seq })),
+        );
       }
-      deliver(
-        msg.userId,
-        msg.events.map((e) => ({ name: e.name, body: eventBody(e.name, e.data), seq: e.seq })),
-      );
     },
+
+    /** Runs the convergence check now (the bus just recovered: messages may have been lost meanwhile). */
+    converge: runConvergence,
 
     /** Closes this user's streams (ban, sign-out; one session only when sessionId is given). */
     disconnectUser(userId: string, reason: string, sessionId?: string) {
@@ -151,31 +267,43 @@ export function createStreamHub(deps: StreamHubDeps) {
       for (const set of users.values()) for (const entry of [...set]) closeEntry(entry, code, message);
     },
 
-    stats: () => ({ streams: streamCount, users: users.size }),
+    stats: () => ({ streams: streamCount, users: users.size, repairs }),
 
     /** Takes over the reply and runs the connect (and resume) sequence. */
-    async open(reply: FastifyReply, auth: AuthContext, lastEventId: number | null): Promise<void> {
+    async open(reply: FastifyReply, auth: AuthContext, resume: ResumeRequest): Promise<void> {
       reply.hijack();
       const conn = openSse(reply.raw, {
         headers: reply.getHeaders() as OutgoingHttpHeaders,
         maxBufferedBytes: deps.maxBufferedBytes,
       });
       const userId = auth.user.id;
-      // Fresh connect: the cursor starts at the user's newest seq, read *before* registering. Anything created
-      // after this read is then either held (published after registration) or replayed below, or both (the
-      // cursor skips the duplicate). Read after registering, it could include a held event and so drop it.
-      let start = lastEventId;
-      if (start === null) {
-        try {
-          start = await deps.repo.maxSeq(userId);
-        } catch (err) {
-          deps.logger.error({ err, userId }, 'SSE connect sequence failed');
-          // An empty id resets the browser's Last-Event-ID: the retry is a fresh connect, not a full replay.
-          conn.end(
-            sseIdLine('') +
-              eventBody('error', { code: 'INTERNAL_ERROR', message: 'Could not start the stream' }),
-          );
-          return;
+      // The cursor is read *before* registering: anything committed after the read is then held (published
+      // after registration) or replayed below, or both (the seq check drops the second copy).
+      let cursor: Awaited<ReturnType<NotificationRepository['cursor']>>;
+      try {
+        cursor = await deps.repo.cursor(userId);
+      } catch (err) {
+        deps.logger.error({ err, userId }, 'SSE connect sequence failed');
+        // An empty id resets the browser's Last-Event-ID: the retry is a fresh connect, not a full replay.
+        conn.end(
+          sseIdLine('') +
+            eventBody('error', { code: 'INTERNAL_ERROR', message: 'Could not start the stream' }),
+        );
+        return;
+      }
+      let start = cursor.lastSeq;
+      let resumed = false;
+      let resync = false;
+      if (resume.kind === 'invalid') {
+        resync = true;
+      } else if (resume.kind === 'cursor') {
+        const from = resume.seq;
+        const inLog = from === cursor.lastSeq || (cursor.oldestSeq !== null && cursor.oldestSeq <= from + 1);
+        // Ahead of the server (a cursor from another database, or made up), pruned, or too far behind.
+        if (from > cursor.lastSeq || !inLog || cursor.lastSeq - from > REPLAY_MAX) resync = true;
+        else {
+          start = from;
+          resumed = true;
         }
       }
       const entry: StreamEntry = {
@@ -183,11 +311,10 @@ export function createStreamHub(deps: StreamHubDeps) {
         userId,
         sessionId: auth.session.id,
         expiresAt: auth.session.expiresAt.getTime(),
-        // Also the id of an error event sent while the connect sequence runs (ban, shutdown).
         cursor: start,
         held: [],
+        target: cursor.lastSeq,
       };
-      // Registered before reading the database, so nothing created meanwhile can fall between the two.
       let set = users.get(userId);
       if (!set) {
         set = new Set();
@@ -208,33 +335,46 @@ export function createStreamHub(deps: StreamHubDeps) {
         return;
       }
       try {
-        const unreadCount = await deps.unreadCount(userId);
-        conn.write(
-          sseIdLine(entry.cursor) + eventBody('connected', { userId, unreadCount, timestamp: Date.now() }),
-        );
-        {
-          let sent = 0;
-          while (!conn.closed && sent < REPLAY_MAX) {
-            const rows = await deps.repo.after(userId, entry.cursor, REPLAY_PAGE);
-            for (const row of rows) {
-              writeTo(entry, {
-                name: 'new_notification',
-                body: eventBody('new_notification', { notification: publicNotification(row) }),
-                seq: row.seq,
-              });
-            }
-            sent += rows.length;
-            if (rows.length < REPLAY_PAGE) break;
+        // The replay is read before `connected` so that event can say how many follow.
+        const replay: Array<{ seq: number; body: string | null }> = [];
+        let after = start;
+        while (resumed && after < cursor.lastSeq) {
+          const rows = await deps.repo.eventsAfter(userId, after, LOG_PAGE);
+          if (rows.length === 0) break;
+          for (const row of rows) {
+            if (row.seq > cursor.lastSeq) break;
+            replay.push({ seq: row.seq, body: row.data === null ? null : eventBody(row.name, row.data) });
+            after = row.seq;
           }
+          if (rows.length < LOG_PAGE) break;
+        }
+        if (conn.closed) return;
+        const replayed = replay.filter((r) => r.body !== null).length;
+        write(
+          entry,
+          eventBody('connected', {
+            userId,
+            // The count as of the cursor read; replayed and held events carry every change after it.
+            unreadCount: cursor.unread,
+            timestamp: Date.now(),
+            resumed,
+            replayed,
+            resync,
+          }),
+        );
+        for (const r of replay) {
+          entry.cursor = r.seq;
+          if (r.body !== null) write(entry, r.body);
         }
       } catch (err) {
         deps.logger.error({ err, userId }, 'SSE connect sequence failed');
         closeEntry(entry, 'INTERNAL_ERROR', 'Could not start the stream');
         return;
       }
-      const held = entry.held ?? [];
+      // Live events that arrived meanwhile, in seq order; anything still missing triggers a repair.
+      const held = (entry.held ?? []).sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
       entry.held = null;
-      for (const ev of held) writeTo(entry, ev);
+      for (const ev of held) apply(entry, ev);
     },
   };
 }

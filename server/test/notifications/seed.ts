@@ -30,6 +30,12 @@ export async function seed(app: App, userId: string, rows: SeedRow[]): Promise<s
           values ${values} returning id`,
     ),
   );
+  // Rows inserted behind the service's back: keep the cursor's unread count exact, as a migration would.
+  await app.ctx.database.db.execute(
+    sql`insert into notification_cursor (user_id, unread)
+        values (${userId}, (select count(*) from notification where user_id = ${userId} and not read))
+        on conflict (user_id) do update set unread = excluded.unread`,
+  );
   return out.map((r) => r.id);
 }
 

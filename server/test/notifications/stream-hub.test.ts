@@ -6,30 +6,64 @@ import type { FastifyReply } from 'fastify';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AuthContext } from '../../src/auth/guard.js';
-import type { NotificationRepository, StoredNotification } from '../../src/notifications/repository.js';
-import { createStreamHub, type StreamHub } from '../../src/notifications/stream.js';
+import type { NotificationBusMessage } from '../../src/notifications/events.js';
+import type { NotificationRepository } from '../../src/notifications/repository.js';
+import type { Notification } from '../../src/notifications/schemas.js';
+import { createStreamHub, parseLastEventId, type StreamHub } from '../../src/notifications/stream.js';
 import type { Presence } from '../../src/realtime/types.js';
 import { openStream, type SseClient } from './sse-client.js';
 
 const USER = 'user-1';
 
-function row(seq: number): StoredNotification {
-  const at = new Date(Date.UTC(2030, 0, 1, 0, 0, seq)).toISOString();
+type LogEvent = Awaited<ReturnType<NotificationRepository['eventsAfter']>>[number];
+
+function notification(n: number): Notification {
+  const at = new Date(Date.UTC(2030, 0, 1, 0, 0, n)).toISOString();
   return {
-    id: `00000000-0000-0000-0000-${String(seq).padStart(12, '0')}`,
+    id: `00000000-0000-0000-0000-${String(n).padStart(12, '0')}`,
     userId: USER,
     type: 'info',
-    title: `n${seq}`,
+    title: `n${n}`,
     content: 'c',
     metadata: {},
     read: false,
     createdAt: at,
     updatedAt: at,
-    seq,
   };
 }
 
-describe('SSE hub connect sequence', () => {
+/** An in-memory event log standing in for PostgreSQL: `created(n)` appends what a create commits. */
+function memoryLog() {
+  const events: LogEvent[] = [];
+  let unread = 0;
+  const last = () => events.at(-1)?.seq ?? 0;
+  return {
+    events,
+    created(n: number): LogEvent[] {
+      unread++;
+      const added: LogEvent[] = [
+        { seq: last() + 1, name: 'new_notification', data: { notification: notification(n) } },
+        { seq: last() + 2, name: 'unread_count_changed', data: { unreadCount: unread } },
+      ];
+      events.push(...added);
+      return added;
+    },
+    repo: {
+      cursor: async () => ({ lastSeq: last(), unread, oldestSeq: events[0]?.seq ?? null }),
+      eventsAfter: async (_u: string, seq: number, limit: number) =>
+        events.filter((e) => e.seq > seq).slice(0, limit),
+      lastSeqs: async () => new Map([[USER, last()]]),
+    } as unknown as NotificationRepository,
+  };
+}
+
+const asBus = (userId: string, events: LogEvent[]): NotificationBusMessage => ({
+  kind: 'user',
+  userId,
+  events: events.map((e) => ({ seq: e.seq, name: e.name, data: e.data ?? {} })),
+});
+
+describe('SSE hub ordering', () => {
   let server: http.Server | undefined;
   let client: SseClient | undefined;
   afterEach(async () => {
@@ -37,17 +71,12 @@ describe('SSE hub connect sequence', () => {
     await new Promise((r) => server?.close(r));
   });
 
-  /** Serves the hub on a loopback server; `onConnected` runs when the hub registers the stream. */
-  async function serve(rows: StoredNotification[], onConnected: (hub: StreamHub) => void) {
-    const repo = {
-      maxSeq: async () => rows.reduce((m, r) => Math.max(m, r.seq), 0),
-      after: async (_u: string, seq: number, limit: number) =>
-        rows.filter((r) => r.seq > seq).slice(0, limit),
-    } as unknown as NotificationRepository;
+  /** Serves the hub on a loopback server; `onRegistered` runs when the hub registers the stream. */
+  async function serve(repo: NotificationRepository, onRegistered: (hub: StreamHub) => void = () => {}) {
     let hub: StreamHub;
     const presence = {
       userConnected: () => {
-        onConnected(hub);
+        onRegistered(hub);
         return () => {};
       },
     } as unknown as Presence;
@@ -55,7 +84,7 @@ describe('SSE hub connect sequence', () => {
       repo,
       presence,
       logger: pino({ level: 'silent' }),
-      unreadCount: async () => rows.length,
+      isSessionLive: async () => true,
       keepAliveMs: 60_000,
       maxBufferedBytes: 1 << 20,
     });
@@ -63,36 +92,97 @@ describe('SSE hub connect sequence', () => {
       user: { id: USER },
       session: { id: 's1', expiresAt: new Date(Date.now() + 3_600_000) },
     } as unknown as AuthContext;
-    server = http.createServer((_req, res) => {
+    server = http.createServer((req, res) => {
       const reply = { hijack: () => {}, getHeaders: () => ({}), raw: res } as unknown as FastifyReply;
-      void hub.open(reply, auth, null);
+      const raw = req.headers['last-event-id'];
+      void hub.open(reply, auth, parseLastEventId(typeof raw === 'string' ? raw : undefined));
     });
     await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hub: () => hub };
   }
 
+  const seqsOf = (c: SseClient, name: string) =>
+    c.events.filter((e) => e.event === name).map((e) => Number(e.id));
+
   it('fresh connect: a notification created while the stream registers is delivered exactly once', async () => {
-    const rows = [row(1), row(2)];
-    const base = await serve(rows, (hub) => {
+    const log = memoryLog();
+    log.created(1);
+    const { url } = await serve(log.repo, (hub) => {
       // Committed and published after the stream registered, before the hub reads the database.
-      const n = row(3);
-      rows.push(n);
-      const { seq, id, createdAt, userId, ...rest } = n;
-      const { updatedAt: _u, ...template } = rest;
-      hub.onBusMessage({
-        kind: 'batch',
-        template,
-        items: [{ userId, id, seq, createdAt, unreadCount: 3 }],
-      });
+      hub.onBusMessage(asBus(USER, log.created(2)));
     });
-    client = await openStream(base, undefined);
+    client = await openStream(url, undefined);
+    const connected = await client.waitFor((e) => e.event === 'connected');
+    expect(connected.data).toMatchObject({ resumed: false, replayed: 0, resync: false });
+    const created = await client.waitFor((e) => e.event === 'new_notification');
+    expect(created.data.notification).toMatchObject({ title: 'n2' });
+    expect(created.id).toBe('3');
+    await client.waitFor((e) => e.event === 'unread_count_changed' && e.id === '4');
+    expect(seqsOf(client, 'new_notification')).toEqual([3]);
+  });
+
+  it('events published out of seq order are delivered in order, none dropped as a duplicate', async () => {
+    const log = memoryLog();
+    const { url, hub } = await serve(log.repo);
+    client = await openStream(url, undefined);
+    await client.waitFor((e) => e.event === 'connected');
+    const batches = [1, 2, 3, 4, 5].map((n) => log.created(n));
+    // Commit order 1..5, publish order 5, 3, 1, 4, 2 (as concurrent requests finish).
+    for (const i of [4, 2, 0, 3, 1]) hub().onBusMessage(asBus(USER, batches[i] ?? []));
+    await client.waitFor((e) => e.event === 'unread_count_changed' && e.id === '10');
+    expect(seqsOf(client, 'new_notification')).toEqual([1, 3, 5, 7, 9]);
+    expect(seqsOf(client, 'unread_count_changed')).toEqual([2, 4, 6, 8, 10]);
+    expect(
+      client.events.filter((e) => e.event === 'new_notification').map((e) => e.data.notification),
+    ).toEqual([1, 2, 3, 4, 5].map((n) => notification(n)));
+  });
+
+  it('a lost bus message is repaired from the log when the next one arrives, or by a sync', async () => {
+    const log = memoryLog();
+    const { url, hub } = await serve(log.repo);
+    client = await openStream(url, undefined);
+    await client.waitFor((e) => e.event === 'connected');
+    log.created(1); // never published
+    hub().onBusMessage(asBus(USER, log.created(2)));
+    await client.waitFor((e) => e.event === 'unread_count_changed' && e.id === '4');
+    expect(seqsOf(client, 'new_notification')).toEqual([1, 3]);
+    log.created(3); // never published either; a sync names it
+    hub().onBusMessage({ kind: 'sync', users: [{ userId: USER, seq: 6 }] });
+    await client.waitFor((e) => e.event === 'unread_count_changed' && e.id === '6');
+    expect(seqsOf(client, 'new_notification')).toEqual([1, 3, 5]);
+    log.created(4); // the periodic convergence check finds it with no message at all
+    await hub().converge();
+    await client.waitFor((e) => e.event === 'unread_count_changed' && e.id === '8');
+    expect(seqsOf(client, 'new_notification')).toEqual([1, 3, 5, 7]);
+  });
+
+  it('resume replays every logged kind in order and says so; a cursor ahead of the server resyncs', async () => {
+    const log = memoryLog();
+    log.created(1);
+    log.created(2);
+    log.events.push(
+      { seq: 5, name: 'notification_deleted', data: { notificationId: notification(1).id } },
+      { seq: 6, name: 'unread_count_changed', data: { unreadCount: 1 } },
+    );
+    const { url } = await serve(log.repo);
+    client = await openStream(url, undefined, { lastEventId: '2' });
     const connected = await client.waitFor((e) => e.event === 'connected');
     expect(connected.id).toBe('2');
-    const created = await client.waitFor((e) => e.event === 'new_notification');
-    expect(created.data.notification).toMatchObject({ id: row(3).id, title: 'n3' });
-    expect(created.id).toBe('3');
-    await client.waitFor((e) => e.event === 'unread_count_changed');
-    expect(client.events.filter((e) => e.event === 'new_notification')).toHaveLength(1);
-    expect(client.events.every((e) => e.id !== undefined)).toBe(true);
+    expect(connected.data).toMatchObject({ resumed: true, replayed: 4, resync: false });
+    await client.waitFor((e) => e.id === '6');
+    expect(client.events.slice(1).map((e) => [e.id, e.event])).toEqual([
+      ['3', 'new_notification'],
+      ['4', 'unread_count_changed'],
+      ['5', 'notification_deleted'],
+      ['6', 'unread_count_changed'],
+    ]);
+    client.close();
+    for (const bad of ['999999999999999', 'not-a-number']) {
+      client = await openStream(url, undefined, { lastEventId: bad });
+      const c = await client.waitFor((e) => e.event === 'connected');
+      expect(c.data).toMatchObject({ resumed: false, replayed: 0, resync: true });
+      expect(c.id).toBe('6');
+      client.close();
+    }
   });
 });

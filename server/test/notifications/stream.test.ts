@@ -224,7 +224,8 @@ describe('notification SSE stream', () => {
       await small.ctx.realtime.bus.publish(NOTIFICATION_EVENTS_TOPIC, {
         kind: 'user',
         userId: u.id,
-        events: [{ name: 'notification_updated', data: { notification: { big } } }],
+        // Seqs follow the fresh user's cursor (0), so every one is deliverable in order.
+        events: [{ seq: i + 1, name: 'notification_updated', data: { notification: { big } } }],
       });
       await new Promise((r) => setImmediate(r));
     }

@@ -1,6 +1,18 @@
 // Tables owned by the notifications feature (and the admin broadcast that writes into them).
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { user } from './auth.js';
 
 const tz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -9,8 +21,6 @@ export const notification = pgTable(
   'notification',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    // Monotonic cursor used as the SSE event id for Last-Event-ID resume.
-    seq: bigint('seq', { mode: 'number' }).generatedAlwaysAsIdentity().notNull(),
     userId: text('user_id')
       .notNull()
       .references(() => user.id, { onDelete: 'cascade' }),
@@ -21,18 +31,58 @@ export const notification = pgTable(
     read: boolean('read').notNull().default(false),
     createdAt: tz('created_at').notNull().defaultNow(),
     updatedAt: tz('updated_at').notNull().defaultNow(),
+    // Set by idempotent bulk sends (admin broadcast with an Idempotency-Key): one row per user and key, so a
+    // send resumed after a crash skips the users it already reached.
+    sourceKey: text('source_key'),
   },
   (t) => [
+    uniqueIndex('notification_user_source_key_idx')
+      .on(t.userId, t.sourceKey)
+      .where(sql`${t.sourceKey} is not null`),
     index('notification_user_created_idx').on(t.userId, t.createdAt.desc(), t.id.desc()),
     index('notification_user_unread_idx')
       .on(t.userId, t.createdAt.desc(), t.id.desc())
       .where(sql`${t.read} = false`),
     index('notification_user_type_created_idx').on(t.userId, t.type, t.createdAt.desc()),
-    index('notification_user_seq_idx').on(t.userId, t.seq),
     index('notification_created_idx').on(t.createdAt),
     // Trigram indexes keep ILIKE '%term%' search fast with thousands of rows per user.
     index('notification_title_trgm_idx').using('gin', sql`${t.title} gin_trgm_ops`),
     index('notification_content_trgm_idx').using('gin', sql`${t.content} gin_trgm_ops`),
+  ],
+);
+
+/**
+ * Per-user event cursor and unread count. Every change to a user's notifications updates this row first, in
+ * the same transaction: the row lock orders concurrent writers of one user, so event seqs commit in seq order
+ * and contiguously (docs/architecture.md, "Ordering and convergence").
+ */
+export const notificationCursor = pgTable('notification_cursor', {
+  userId: text('user_id')
+    .primaryKey()
+    .references(() => user.id, { onDelete: 'cascade' }),
+  lastSeq: bigint('last_seq', { mode: 'number' }).notNull().default(0),
+  unread: integer('unread').notNull().default(0),
+});
+
+/**
+ * The per-user log of state-changing SSE events, replayed on resume. Notification content is not copied here:
+ * events that carry a notification reference it and are replayed with its current state.
+ */
+export const notificationEvent = pgTable(
+  'notification_event',
+  {
+    userId: text('user_id')
+      .notNull()
+      .references(() => user.id, { onDelete: 'cascade' }),
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    kind: text('kind').notNull(),
+    notificationId: uuid('notification_id'),
+    data: jsonb('data').$type<Record<string, unknown>>(),
+    createdAt: tz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.userId, t.seq] }),
+    index('notification_event_created_idx').on(t.createdAt),
   ],
 );
 

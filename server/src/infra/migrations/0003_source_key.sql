@@ -1,0 +1,2 @@
+ALTER TABLE "notification" ADD COLUMN "source_key" text;--> statement-breakpoint
+CREATE UNIQUE INDEX "notification_user_source_key_idx" ON "notification" USING btree ("user_id","source_key") WHERE "notification"."source_key" is not null;
