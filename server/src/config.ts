@@ -209,6 +209,12 @@ export const EnvSchema = z.object({
   EMAIL_RETRY_BASE_MS: int(5_000, 10),
   // An SSE client whose unsent bytes exceed this is dropped (it reconnects and resumes).
   SSE_MAX_BUFFERED_BYTES: int(1024 * 1024, 1024),
+  // Open notification streams per user and per client IP on one instance; more → 429 TOO_MANY_STREAMS.
+  SSE_MAX_STREAMS_PER_USER: int(10, 1),
+  SSE_MAX_STREAMS_PER_IP: int(50, 1),
+  // Stream opens allowed per user (and per client IP) and window on one instance; more → 429 RATE_LIMITED.
+  SSE_OPEN_RATE_LIMIT: int(30, 1),
+  SSE_OPEN_RATE_WINDOW_MS: int(60_000, 100),
 });
 
 export type Env = z.input<typeof EnvSchema>;

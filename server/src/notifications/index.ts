@@ -62,6 +62,12 @@ export function registerNotifications(app: FastifyInstance): void {
     isSessionLive: async () => true,
     keepAliveMs: config.SSE_KEEPALIVE_MS,
     maxBufferedBytes: config.SSE_MAX_BUFFERED_BYTES,
+    limits: {
+      perUser: config.SSE_MAX_STREAMS_PER_USER,
+      perIp: config.SSE_MAX_STREAMS_PER_IP,
+      opensPerWindow: config.SSE_OPEN_RATE_LIMIT,
+      openWindowMs: config.SSE_OPEN_RATE_WINDOW_MS,
+    },
   });
 
   const unsubscribe = realtime.bus.subscribe<unknown>(NOTIFICATION_EVENTS_TOPIC, (payload) => {

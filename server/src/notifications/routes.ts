@@ -220,13 +220,29 @@ export function registerNotificationRoutes(
         response: {
           200: z.string().describe('text/event-stream'),
           401: ErrorSchema,
+          429: ErrorSchema,
           503: ErrorSchema,
         },
       },
     },
     async (request, reply) => {
+      // HEAD (which Fastify routes here) learns the headers without opening, registering or replaying.
+      if (request.method === 'HEAD') {
+        return reply
+          .code(200)
+          .header('content-type', 'text/event-stream')
+          .header('cache-control', 'no-cache')
+          .send('');
+      }
+      const auth = authOf(request);
+      const refusal = hub.admit(auth.user.id, request.ip);
+      if (refusal) {
+        throw new AppError(429, refusal.code, refusal.message, undefined, {
+          'retry-after': String(refusal.retryAfterS),
+        });
+      }
       const raw = request.headers['last-event-id'];
-      await hub.open(reply, authOf(request), parseLastEventId(typeof raw === 'string' ? raw : undefined));
+      await hub.open(reply, auth, parseLastEventId(typeof raw === 'string' ? raw : undefined), request.ip);
     },
   );
 }

@@ -28,6 +28,7 @@ interface HubEvent {
 interface StreamEntry {
   conn: SseConnection;
   userId: string;
+  ip: string;
   sessionId: string;
   expiresAt: number;
   /** Last seq given to this stream; also the id of the events that have no seq of their own. */
@@ -46,7 +47,19 @@ export interface StreamHubDeps {
   isSessionLive: (userId: string, sessionId: string) => Promise<boolean>;
   keepAliveMs: number;
   maxBufferedBytes: number;
+  limits: StreamLimits;
 }
+
+export interface StreamLimits {
+  perUser: number;
+  perIp: number;
+  /** Opens allowed per user and per IP within `openWindowMs` on this instance. */
+  opensPerWindow: number;
+  openWindowMs: number;
+}
+
+/** Why a stream was refused before it opened; the route turns it into a 429. */
+export type Refusal = { code: 'TOO_MANY_STREAMS' | 'RATE_LIMITED'; message: string; retryAfterS: number };
 
 /** What the client asked to resume from (the Last-Event-ID header). */
 export type ResumeRequest = { kind: 'none' } | { kind: 'cursor'; seq: number } | { kind: 'invalid' };
@@ -68,8 +81,32 @@ export function eventBody(name: SseEventName, data: Record<string, unknown>): st
   return sseBody(name, { type: name, ...data });
 }
 
+/** Fixed-window counters of stream opens per key; windows are dropped as they pass. */
+function createOpenCounter(limit: number, windowMs: number) {
+  const windows = new Map<string, { start: number; count: number }>();
+  let sweptAt = Date.now();
+  return {
+    /** Counts one open; returns the seconds to wait when over the limit. */
+    hit(key: string, now: number): number | null {
+      if (now - sweptAt > windowMs) {
+        for (const [k, w] of windows) if (now - w.start >= windowMs) windows.delete(k);
+        sweptAt = now;
+      }
+      let w = windows.get(key);
+      if (!w || now - w.start >= windowMs) {
+        w = { start: now, count: 0 };
+        windows.set(key, w);
+      }
+      w.count++;
+      return w.count > limit ? Math.max(1, Math.ceil((w.start + windowMs - now) / 1000)) : null;
+    },
+  };
+}
+
 export function createStreamHub(deps: StreamHubDeps) {
   const users = new Map<string, Set<StreamEntry>>();
+  const perIp = new Map<string, number>();
+  const opens = createOpenCounter(deps.limits.opensPerWindow, deps.limits.openWindowMs);
   let closing = false;
   let streamCount = 0;
   let repairs = 0;
@@ -269,8 +306,35 @@ export function createStreamHub(deps: StreamHubDeps) {
 
     stats: () => ({ streams: streamCount, users: users.size, repairs }),
 
+    /**
+     * Checks the caps before anything is opened: streams per user and per IP (refused, not "close the
+     * oldest", so one tab cannot silently kill another's stream), and the rate of opens.
+     */
+    admit(userId: string, ip: string): Refusal | null {
+      const now = Date.now();
+      const wait = Math.max(opens.hit(`u:${userId}`, now) ?? 0, opens.hit(`i:${ip}`, now) ?? 0);
+      if (wait > 0) {
+        return {
+          code: 'RATE_LIMITED',
+          message: 'Too many stream connections opened; retry later',
+          retryAfterS: wait,
+        };
+      }
+      if (
+        (users.get(userId)?.size ?? 0) >= deps.limits.perUser ||
+        (perIp.get(ip) ?? 0) >= deps.limits.perIp
+      ) {
+        return {
+          code: 'TOO_MANY_STREAMS',
+          message: 'Too many open notification streams; close one (one per browser is enough)',
+          retryAfterS: 5,
+        };
+      }
+      return null;
+    },
+
     /** Takes over the reply and runs the connect (and resume) sequence. */
-    async open(reply: FastifyReply, auth: AuthContext, resume: ResumeRequest): Promise<void> {
+    async open(reply: FastifyReply, auth: AuthContext, resume: ResumeRequest, ip: string): Promise<void> {
       reply.hijack();
       const conn = openSse(reply.raw, {
         headers: reply.getHeaders() as OutgoingHttpHeaders,
@@ -309,6 +373,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       const entry: StreamEntry = {
         conn,
         userId,
+        ip,
         sessionId: auth.session.id,
         expiresAt: auth.session.expiresAt.getTime(),
         cursor: start,
@@ -322,9 +387,13 @@ export function createStreamHub(deps: StreamHubDeps) {
       }
       set.add(entry);
       streamCount++;
+      perIp.set(ip, (perIp.get(ip) ?? 0) + 1);
       const release = deps.presence.userConnected(userId);
       conn.onClose(() => {
         streamCount--;
+        const left = (perIp.get(ip) ?? 1) - 1;
+        if (left > 0) perIp.set(ip, left);
+        else perIp.delete(ip);
         release();
         const s = users.get(userId);
         s?.delete(entry);

@@ -87,6 +87,7 @@ describe('SSE hub ordering', () => {
       isSessionLive: async () => true,
       keepAliveMs: 60_000,
       maxBufferedBytes: 1 << 20,
+      limits: { perUser: 10, perIp: 10, opensPerWindow: 100, openWindowMs: 60_000 },
     });
     const auth = {
       user: { id: USER },
@@ -95,7 +96,7 @@ describe('SSE hub ordering', () => {
     server = http.createServer((req, res) => {
       const reply = { hijack: () => {}, getHeaders: () => ({}), raw: res } as unknown as FastifyReply;
       const raw = req.headers['last-event-id'];
-      void hub.open(reply, auth, parseLastEventId(typeof raw === 'string' ? raw : undefined));
+      void hub.open(reply, auth, parseLastEventId(typeof raw === 'string' ? raw : undefined), '127.0.0.1');
     });
     await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
     return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hub: () => hub };
