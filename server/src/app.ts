@@ -18,6 +18,7 @@ import { createSessionResolver, type SessionResolver } from './auth/guard.js';
 import { describeAuthRoutes } from './auth/openapi.js';
 import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
+import { installCachePolicy } from './http/cache.js';
 import { frameworkErrorHandler, installErrorHandling } from './http/errors.js';
 import { installNulGuard } from './http/nul-guard.js';
 import { createStore, type Store } from './infra/cache.js';
@@ -73,6 +74,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  installCachePolicy(app);
   installNulGuard(app);
   const logger = app.log;
 

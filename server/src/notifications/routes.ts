@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authOf, requireUser } from '../auth/guard.js';
+import { notModified } from '../http/cache.js';
 import { AppError } from '../http/errors.js';
 import {
   CountsSchema,
@@ -21,6 +22,7 @@ export const ErrorSchema = z.object({
   details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
 });
 
+const NotModified = z.null().describe('Not modified: the ETag given in If-None-Match is current');
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema };
 const tags = ['notifications'];
 const security = [{ session: [] }];
@@ -64,10 +66,14 @@ export function registerNotificationRoutes(
         tags,
         security,
         summary: 'Counts by read state and by every type',
-        response: { 200: z.object({ counts: CountsSchema }), ...errors },
+        description: 'Answers `If-None-Match` with 304 when the counts did not change (cheap polling).',
+        response: { 200: z.object({ counts: CountsSchema }), 304: NotModified, ...errors },
       },
     },
-    async (request) => ({ counts: await service.counts(authOf(request).user.id) }),
+    async (request, reply) => {
+      const body = { counts: await service.counts(authOf(request).user.id) };
+      return notModified(request, reply, body) ? reply.code(304).send(null) : body;
+    },
   );
 
   r.get(
@@ -78,10 +84,18 @@ export function registerNotificationRoutes(
         tags,
         security,
         summary: 'Unread count (served from the shared cache)',
-        response: { 200: z.object({ unreadCount: z.number().int().meta({ example: 3 }) }), ...errors },
+        description: 'Answers `If-None-Match` with 304 when the count did not change (cheap polling).',
+        response: {
+          200: z.object({ unreadCount: z.number().int().meta({ example: 3 }) }),
+          304: NotModified,
+          ...errors,
+        },
       },
     },
-    async (request) => ({ unreadCount: await service.unreadCount(authOf(request).user.id) }),
+    async (request, reply) => {
+      const body = { unreadCount: await service.unreadCount(authOf(request).user.id) };
+      return notModified(request, reply, body) ? reply.code(304).send(null) : body;
+    },
   );
 
   r.patch(
