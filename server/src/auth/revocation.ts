@@ -189,11 +189,20 @@ export function createRevocation({ store, db, logger }: RevocationDeps): Revocat
       .innerJoin(userTable, eq(userTable.id, sessionTable.userId))
       .where(and(eq(sessionTable.id, sessionId), eq(sessionTable.userId, userId)))
       .limit(1);
-    const row = rows[0];
     const now = Date.now();
+    const isBanned = (u: { banned: boolean | null; banExpires: Date | null }) =>
+      Boolean(u.banned) && !(u.banExpires && u.banExpires.getTime() < now);
+    const row = rows[0];
     let status: SessionStatus;
-    if (!row) status = 'revoked';
-    else if (row.banned && !(row.banExpires && row.banExpires.getTime() < now)) status = 'banned';
+    if (!row) {
+      // A ban deletes the user's sessions too; tell it apart so clients get the ban's close code (rare path).
+      const users = await db
+        .select({ banned: userTable.banned, banExpires: userTable.banExpires })
+        .from(userTable)
+        .where(eq(userTable.id, userId))
+        .limit(1);
+      status = users[0] && isBanned(users[0]) ? 'banned' : 'revoked';
+    } else if (isBanned(row)) status = 'banned';
     else if (row.expiresAt.getTime() <= now) status = 'expired';
     else status = 'live';
     if (status !== 'live') {
