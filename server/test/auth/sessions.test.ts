@@ -352,7 +352,10 @@ describe('sessions when the store is unreachable', () => {
         const res = await limited.inject({ method: 'POST', url, headers: jsonHeaders(), payload });
         statuses.push(res.statusCode);
       }
-      expect(statuses.slice(0, 3).every((s) => s !== 503 && s !== 429 && s < 500), url).toBe(true);
+      expect(
+        statuses.slice(0, 3).every((s) => s !== 503 && s !== 429 && s < 500),
+        url,
+      ).toBe(true);
       expect(statuses[3], url).toBe(429);
     }
     const health = await app.inject({ method: 'GET', url: '/health' });
