@@ -16,6 +16,7 @@ import { type Auth, createAuth } from './auth/auth.js';
 import { registerAuthBridge } from './auth/bridge.js';
 import { createSessionResolver, type SessionResolver } from './auth/guard.js';
 import { describeAuthRoutes } from './auth/openapi.js';
+import { createRevocation, type Revocation } from './auth/revocation.js';
 import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
 import { installCachePolicy } from './http/cache.js';
@@ -41,6 +42,11 @@ export interface AppContext {
   realtime: Realtime;
   auth: Auth;
   sessions: SessionResolver;
+  /**
+   * Revocation convergence (auth/revocation.ts): `revocation.isSessionLive(userId, sessionId)` for live
+   * connections, durable repair of auth store writes lost to an outage.
+   */
+  revocation: Revocation;
   lifecycle: Lifecycle;
 }
 
@@ -81,13 +87,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // infra
   const database =
     options.overrides?.database ??
-    createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+    createDatabase({
+      databaseUrl: config.DATABASE_URL,
+      dataDir: config.DATA_DIR,
+      statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    });
   await database.migrate();
   const store =
     options.overrides?.store ??
     createStore({
       url: config.CACHE_URL,
       prefix: config.CACHE_KEY_PREFIX,
+      commandTimeoutMs: config.CACHE_COMMAND_TIMEOUT_MS,
       onError: (role, err) => logger.warn({ role, err: err.message }, 'store connection error'),
     });
   if (store.kind === 'memory') {
@@ -125,10 +136,28 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   // auth
-  const auth = createAuth({ config, db: database.db, store, mailer, logger, realtime });
-  const sessions = createSessionResolver(auth, { store, db: database.db, logger });
+  const revocation = createRevocation({ store, db: database.db, logger });
+  // The store was unreachable: revocations meanwhile may have left stale records there (or lost their bus
+  // messages). Stop trusting it until the pending repairs are applied, which starts as soon as it is back.
+  realtime.onDegraded(() => revocation.storeFailed());
+  realtime.onRecovered(() => {
+    void revocation.drain();
+  });
+  const auth = createAuth({ config, db: database.db, store, mailer, logger, realtime, revocation });
+  const sessions = createSessionResolver(auth, { store, db: database.db, logger, revocation });
 
-  app.decorate('ctx', { config, logger, database, store, mailer, realtime, auth, sessions, lifecycle });
+  app.decorate('ctx', {
+    config,
+    logger,
+    database,
+    store,
+    mailer,
+    realtime,
+    auth,
+    sessions,
+    revocation,
+    lifecycle,
+  });
   app.decorateRequest('auth', null);
 
   await app.register(helmet, {
@@ -182,6 +211,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerHealth(app);
   registerMetrics(app);
 
+  lifecycle.onShutdown('close-pools', 'revocation', async () => revocation.close());
   lifecycle.onShutdown('close-pools', 'mailer', () => mailer.close());
   lifecycle.onShutdown('close-pools', 'store', () => store.close());
   lifecycle.onShutdown('close-pools', 'database', () => database.close());

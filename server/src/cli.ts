@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { eq } from 'drizzle-orm';
 import { createAuth, hashPassword } from './auth/auth.js';
+import { createRevocation, type Revocation } from './auth/revocation.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createStore } from './infra/cache.js';
 import { createDatabase, type Database } from './infra/db.js';
@@ -79,9 +80,12 @@ export async function createAdmin(
     isProduction: config.isProduction,
     logger,
   });
+  const revocations: Revocation[] = [];
   try {
     await database.migrate();
-    const auth = createAuth({ config, db: database.db, store, mailer, logger });
+    const revocation = createRevocation({ store, db: database.db, logger });
+    revocations.push(revocation);
+    const auth = createAuth({ config, db: database.db, store, mailer, logger, revocation });
     const ctx = await auth.$context;
     const hash = await hashPassword(input.password);
     const existing = await ctx.internalAdapter.findUserByEmail(email, { includeAccounts: true });
@@ -119,6 +123,7 @@ export async function createAdmin(
     await database.db.update(userTable).set({ role: 'admin' }).where(eq(userTable.id, user.id));
     return { id: user.id, created: true };
   } finally {
+    for (const r of revocations) r.close();
     mailer.close();
     await store.close();
     if (!deps.database) await database.close();

@@ -148,6 +148,11 @@ export const EnvSchema = z.object({
     message: 'CACHE_URL must start with redis:// or rediss://',
   }),
   CACHE_KEY_PREFIX: optionalString.default('herald:'),
+  // Bound on every store command: a stalled store (paused, overloaded, half-open connection) counts as an outage
+  // after this long, so the bus degrades and sessions fall back to PostgreSQL instead of every request waiting.
+  CACHE_COMMAND_TIMEOUT_MS: int(1_500, 50, 60_000),
+  // PostgreSQL statement_timeout for the pool (0 = none); PGlite runs in-process and ignores it.
+  DATABASE_STATEMENT_TIMEOUT_MS: int(10_000, 0, 3_600_000),
   ENABLE_DISTRIBUTED_CHAT: bool(true),
   INSTANCE_ID: optionalString,
   METRICS_API_KEY: optionalString.refine((v) => v === undefined || v.length >= 32, {

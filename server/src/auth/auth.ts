@@ -13,6 +13,9 @@ import type { Logger } from '../infra/logger.js';
 import { actionEmail, type Mailer } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
 import type { Realtime, UserDisconnect } from '../realtime/types.js';
+import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
+
+export { AUTH_STORE_PREFIX } from './revocation.js';
 
 const scrypt = promisify(scryptCb) as (
   password: string,
@@ -64,8 +67,6 @@ export const ACCESS_TOKEN_TTL_S = 15 * 60;
 /** Session lifetime and sliding refresh: extended at most once a day, so refreshes never cost a write per request. */
 export const SESSION_TTL_S = 7 * 24 * 60 * 60;
 export const SESSION_UPDATE_AGE_S = 24 * 60 * 60;
-/** Prefix of better-auth's keys inside the store (the store adds the deployment prefix). */
-export const AUTH_STORE_PREFIX = 'auth:';
 
 export interface AuthDeps {
   config: Config;
@@ -75,6 +76,45 @@ export interface AuthDeps {
   logger: Logger;
   /** Cluster-wide connection closing on ban, sign-out, revocation and password reset. */
   realtime?: Pick<Realtime, 'disconnectUser'>;
+  /** Durable repair of auth store writes lost to an outage, and the per-user revocation markers. */
+  revocation: Revocation;
+}
+
+/**
+ * The user a better-auth store key belongs to, when it can be told (session records carry it in their value).
+ * Used so that a lost write also bumps that user's revocation marker once it is repaired.
+ */
+function userOfKey(key: string, value?: string): string | null {
+  for (const prefix of ['active-sessions-', 'revoked-sessions-before-']) {
+    if (key.startsWith(prefix)) return key.slice(prefix.length) || null;
+  }
+  if (value === undefined) return null;
+  try {
+    const parsed = JSON.parse(value) as { session?: { userId?: unknown } };
+    return typeof parsed?.session?.userId === 'string' ? parsed.session.userId : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Per-instance fixed-window counters: the auth rate limit while the shared store cannot count. */
+function createLocalWindows() {
+  const windows = new Map<string, { count: number; resetAt: number }>();
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k);
+  }, 60_000);
+  sweep.unref();
+  return (key: string, windowMs: number): number => {
+    const now = Date.now();
+    const w = windows.get(key);
+    if (!w || w.resetAt <= now) {
+      windows.set(key, { count: 1, resetAt: now + windowMs });
+      return 1;
+    }
+    w.count++;
+    return w.count;
+  };
 }
 
 /** Maps the better-auth endpoint that ended a session to the reason real-time clients are told. */
@@ -85,7 +125,7 @@ function disconnectReason(path: string | undefined): UserDisconnect['reason'] {
   return 'session_revoked';
 }
 
-export function createAuth({ config, db, store, mailer, logger, realtime }: AuthDeps) {
+export function createAuth({ config, db, store, mailer, logger, realtime, revocation }: AuthDeps) {
   const feLink = (page: string, token: string) =>
     `${config.FE_BASE_URL}/${page}?token=${encodeURIComponent(token)}`;
   const send = (mail: Parameters<Mailer['send']>[0]) => {
@@ -95,6 +135,28 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
       .catch((err: unknown) => logger.error({ err, to: mail.to }, 'failed to send auth email'));
   };
   const authPrefix = AUTH_STORE_PREFIX;
+  const localWindow = createLocalWindows();
+  /**
+   * A store write that failed is not the end of the request: the database holds the truth (sessions and
+   * verification values are stored there too), and the stale or missing store copy is repaired durably
+   * (auth/revocation.ts). Only when the repair cannot be recorded either does the write fail, and the bridge
+   * answers 503 rather than a success that did not happen.
+   */
+  const writeOrRepair = async (key: string, write: () => Promise<void>, value?: string) => {
+    try {
+      await write();
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'auth store write failed; recording a repair');
+      // better-auth's per-user "revoked before" marker is only ever raised; deleting it would forget a
+      // revocation, so its repair only bumps Herald's marker (the session records themselves are repaired).
+      const repairKey = key.startsWith('revoked-sessions-before-') ? null : authPrefix + key;
+      try {
+        await revocation.writeFailed(repairKey, userOfKey(key, value));
+      } catch {
+        throw err;
+      }
+    }
+  };
   const disconnect = async (event: UserDisconnect) => {
     if (!realtime) return;
     try {
@@ -164,33 +226,39 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
     trustedOrigins: [...new Set([...config.CORS_ALLOWLISTED_ORIGINS, new URL(config.FE_BASE_URL).origin])],
     database: drizzleAdapter(db, { provider: 'pg', schema, camelCase: false }),
     secondaryStorage: {
-      // A failed read degrades to "not in the store": sessions then come from PostgreSQL (storeSessionInDatabase),
-      // one-time tokens read as invalid. Writes and deletes still fail loudly, so a revocation is never lost.
+      // A failed read degrades to "not in the store": sessions and verification values then come from PostgreSQL
+      // (both are stored there too). Failed writes and deletes are repaired durably (writeOrRepair).
       get: async (key) => {
         try {
           return await store.get(authPrefix + key);
         } catch (err) {
+          revocation.storeFailed();
           logger.warn({ err: (err as Error).message }, 'auth store read failed');
           return null;
         }
       },
       getAndDelete: (key) => store.getdel(authPrefix + key),
-      set: (key, value, ttl) => store.set(authPrefix + key, value, ttl ? ttl * 1000 : undefined),
-      delete: (key) => store.del(authPrefix + key),
+      set: (key, value, ttl) =>
+        writeOrRepair(key, () => store.set(authPrefix + key, value, ttl ? ttl * 1000 : undefined), value),
+      delete: (key) => writeOrRepair(key, () => store.del(authPrefix + key)),
       increment: async (key, ttl) => {
         try {
           return (await store.incrWindow(authPrefix + key, ttl * 1000)).count;
         } catch (err) {
-          // Keys are `<ip>|<path>`. The credential-guessing and mail-sending routes fail closed (the bridge answers
-          // 503): uncounted, a store outage would allow unlimited password guesses (a right one showing as 503, a
-          // wrong one as 401) and unlimited emails. Other routes fail open so sessions keep working.
-          const path = key.slice(key.lastIndexOf('|') + 1);
-          if ((SENSITIVE_AUTH_PATHS as readonly string[]).includes(path)) throw err;
-          logger.warn({ err: (err as Error).message }, 'auth rate-limit store unreachable; not counting');
-          return 1;
+          // Keys are `<ip>|<path>`. While the store cannot count, each instance counts on its own with the same
+          // limit (CONTRACT §8: still limited, never unlimited and never a blanket 503); once the store answers
+          // again the shared count takes over.
+          logger.warn(
+            { err: (err as Error).message },
+            'auth rate-limit store unreachable; limiting per instance',
+          );
+          return localWindow(key, ttl * 1000);
         }
       },
     },
+    // Verification values (email links, reset and magic-link tokens) in PostgreSQL as well, so they can be issued
+    // and redeemed while the store is unreachable.
+    verification: { storeInDatabase: true },
     session: {
       // Keep sessions in PostgreSQL too, so an empty or unreachable store never signs everybody out.
       storeSessionInDatabase: true,
@@ -209,6 +277,8 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
       user: {
         update: {
           after: async (user) => {
+            // Role, ban or profile changed: live connections re-check this user (their snapshot may be stale).
+            revocation.touched(user.id);
             if (user.emailVerified) await promoteIfListed(user.id);
           },
         },
@@ -228,6 +298,7 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
         },
         delete: {
           after: async (session, ctx) => {
+            revocation.touched(session.userId);
             // A ban closes everything of the user at once (hooks.after below); one event per session is noise.
             if (ctx?.path === '/admin/ban-user') return;
             await disconnect({
@@ -244,6 +315,8 @@ export function createAuth({ config, db, store, mailer, logger, realtime }: Auth
         const returned: unknown = ctx.context.returned;
         if (returned instanceof Error) return;
         const body = (ctx.body ?? {}) as { userId?: unknown };
+        if (ctx.path.startsWith('/admin/') && typeof body.userId === 'string')
+          revocation.touched(body.userId);
         if (ctx.path === '/admin/ban-user' && typeof body.userId === 'string') {
           await disconnect({ userId: body.userId, reason: 'banned' });
         }

@@ -1,9 +1,11 @@
 // Mounts better-auth under /auth: converts Fastify requests to Web Requests and back, fixes the client IP
 // header from the socket, and provides the contract's aliases and adapters (forget-password, POST verify-email,
 // authoritative get-session, Retry-After on 429).
+import { eq } from 'drizzle-orm';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, sendError } from '../http/errors.js';
 import { nulError } from '../http/nul-guard.js';
+import { session as sessionTable } from '../infra/schema/index.js';
 import type { Auth } from './auth.js';
 
 const ALIASES: Record<string, string> = {
@@ -170,19 +172,47 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
           }
         }
         const target = resolveTarget(request);
+        const { revocation, sessions, database } = app.ctx;
+        const unavailable = () =>
+          sendError(reply, 503, { code: 'UNAVAILABLE', message: 'Temporarily unavailable, retry shortly' });
         let response: Response;
         try {
-          response = await auth.handler(toWebRequest(request, target, baseUrl));
+          const run = await revocation.runScoped(() => auth.handler(toWebRequest(request, target, baseUrl)));
+          response = run.result;
+          // Everything the request changed in PostgreSQL is committed now: bump the revocation markers of the
+          // users it touched, so live connections elsewhere re-check them (or record that for later).
+          await revocation.commit(run.scope);
+          if (run.scope.failed) {
+            request.log.error(
+              { path: target.pathname },
+              'revocation could not be made durable; answering 503',
+            );
+            return unavailable();
+          }
+          if (target.pathname === '/auth/sign-out' && response.status < 300) {
+            // better-auth answers success even when it could not delete the session (it logs and carries on):
+            // check the outcome where it counts. A row still present (or no way to tell) is not a sign-out.
+            const token = await sessions.tokenFromHeaders(request.headers);
+            if (token) {
+              const left = await database.db
+                .select({ id: sessionTable.id })
+                .from(sessionTable)
+                .where(eq(sessionTable.token, token))
+                .limit(1)
+                .catch(() => null);
+              if (left === null || left.length > 0) {
+                request.log.error('sign-out did not remove the session; answering 503');
+                return unavailable();
+              }
+            }
+          }
         } catch (err) {
           if (!app.ctx.store.isReady()) {
             request.log.warn(
               { err, path: target.pathname },
               'auth route failed while the store is unreachable',
             );
-            return sendError(reply, 503, {
-              code: 'UNAVAILABLE',
-              message: 'Temporarily unavailable, retry shortly',
-            });
+            return unavailable();
           }
           throw err;
         }

@@ -7,7 +7,8 @@ import type { Store } from '../infra/cache.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import { session as sessionTable, user as userTable } from '../infra/schema/index.js';
-import { AUTH_STORE_PREFIX, type Auth } from './auth.js';
+import type { Auth } from './auth.js';
+import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
 
 export interface AuthUser {
   id: string;
@@ -34,12 +35,15 @@ export interface AuthContext {
 export interface SessionResolver {
   /** Resolves the session from request headers (cookie). Null when absent, invalid, expired or banned. */
   fromHeaders(headers: Headers | Record<string, string | string[] | undefined>): Promise<AuthContext | null>;
+  /** The session token of a correctly signed session cookie (not checked for liveness), or null. */
+  tokenFromHeaders(headers: Headers | Record<string, string | string[] | undefined>): Promise<string | null>;
 }
 
 export interface SessionResolverDeps {
   store: Store;
   db: Db;
   logger: Logger;
+  revocation: Revocation;
 }
 
 /** Counters for tests and metrics: where session lookups were served from. */
@@ -141,8 +145,9 @@ class DeadTokens {
  * The hot-path session check for Herald's own routes. better-auth's getSession costs, per call, an endpoint
  * dispatch, two store reads (session + per-user revocation marker), a cookie re-signing and sometimes a
  * database write; this does one HMAC check and ONE store read. Revocation stays immediate because every
- * revocation path deletes the session from the store before its request returns. The database is consulted
- * only when the store is unreachable or has lost the key (e.g. a Redis restart).
+ * revocation path deletes the session from the store before its request returns, or, when the store cannot be
+ * reached, records a durable repair (auth/revocation.ts) and this resolver reads PostgreSQL until the repairs
+ * are applied. The database is also consulted when the store has lost the key (e.g. a Redis restart).
  */
 export function createSessionResolver(
   auth: Auth,
@@ -177,22 +182,33 @@ export function createSessionResolver(
     return toContext(row as StoredSession);
   }
 
+  const tokenFromHeaders = async (
+    input: Headers | Record<string, string | string[] | undefined>,
+  ): Promise<string | null> => {
+    const header = cookieHeader(input);
+    if (!header) return null;
+    const { cookieName, secret } = await getSettings();
+    const signed = readCookie(header, cookieName);
+    if (!signed) return null;
+    return verifySignedValue(signed, secret);
+  };
+
   return {
     stats,
+    tokenFromHeaders,
     async fromHeaders(input) {
-      const header = cookieHeader(input);
-      if (!header) return null;
-      const { cookieName, secret } = await getSettings();
-      const signed = readCookie(header, cookieName);
-      if (!signed) return null;
-      const token = verifySignedValue(signed, secret);
+      const token = await tokenFromHeaders(input);
       if (!token || dead.has(token)) return null;
+      // After a store failure the store may hold records a revocation could not delete; until every recorded
+      // repair has been applied, PostgreSQL (where revocations always land) answers instead.
+      if (!deps.revocation.storeTrusted()) return fromDatabase(token);
       let raw: string | null;
       try {
         raw = await deps.store.get(AUTH_STORE_PREFIX + token);
         stats.store++;
       } catch (err) {
         stats.storeErrors++;
+        deps.revocation.storeFailed();
         deps.logger.warn(
           { err: (err as Error).message },
           'session store unreachable: reading the session from the database',

@@ -57,6 +57,12 @@ export interface ChatServiceDeps {
   throttle: MessageThrottle;
   typing: TypingThrottle;
   logger: Logger;
+  /**
+   * Re-checks the socket's session against the per-user revocation marker (the database when the store is
+   * down); false once it is revoked, banned or expired, after the socket has been closed. Runs before every
+   * write, so a revocation whose bus message never arrived still stops the user at the first write.
+   */
+  sessionLive: (conn: ChatConnection, id: ChatIdentity) => Promise<boolean>;
 }
 
 export interface ChatService {
@@ -73,7 +79,7 @@ function frameText(data: RawData): string {
 }
 
 export function createChatService(deps: ChatServiceDeps): ChatService {
-  const { hub, repo, bus, throttle, typing, logger } = deps;
+  const { hub, repo, bus, throttle, typing, logger, sessionLive } = deps;
 
   const countAbuse = (conn: ChatConnection) => {
     const now = Date.now();
@@ -126,8 +132,8 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       fail(conn, ChatErrorCode.UNAUTHORIZED, 'Guests are read-only: sign in to take part');
       return null;
     }
-    // The session was resolved at connect time; it is not re-read per message (bans and sign-outs arrive as
-    // user disconnections), but its expiry is known and cheap to enforce.
+    // The session was resolved at connect time; its expiry is known and cheap to enforce here, revocation is
+    // re-checked by `sessionLive` before anything is stored or broadcast.
     if (id.sessionExpiresAt <= Date.now()) {
       hub.send(
         conn,
@@ -169,6 +175,7 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       fail(conn, text.code, text.message);
       return null;
     }
+    if (!(await sessionLive(conn, id))) return null;
     if (await throttled(conn, id.userId)) return null;
     return { id, text: text.text };
   };
@@ -213,6 +220,7 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
     async delete_message(conn: ChatConnection, msg: Extract<ClientMessage, { type: 'delete_message' }>) {
       const id = writer(conn);
       if (!id) return;
+      if (!(await sessionLive(conn, id))) return;
       try {
         const result = await repo.remove(msg.messageId, { userId: id.userId, isAdmin: id.isAdmin });
         if (result.ok) return publish({ type: 'message_deleted', messageId: result.value });
@@ -253,13 +261,18 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
         case 'typing': {
           const id = writer(conn);
           if (!id || !typing.allow(id.userId, msg.isTyping)) return;
-          publish({
+          const typingEvent: ChatBusEvent = {
             type: 'typing',
             userId: id.userId,
             userName: id.name,
             isTyping: msg.isTyping,
             exceptConnectionId: conn.id,
-          });
+          };
+          sessionLive(conn, id)
+            .then((live) => {
+              if (live && conn.ws.readyState === conn.ws.OPEN) publish(typingEvent);
+            })
+            .catch((err: unknown) => logger.error({ err }, 'chat: session check failed'));
           return;
         }
         case 'send_message':

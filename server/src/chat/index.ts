@@ -2,7 +2,7 @@
 // chat events between instances, presence broadcasts, user disconnections and the shutdown steps.
 import type { FastifyInstance } from 'fastify';
 import { createChatGateway } from './chat-gateway.js';
-import { createChatHub } from './chat-hub.js';
+import { type ChatConnection, type ChatIdentity, createChatHub } from './chat-hub.js';
 import { createChatRepository } from './chat-repository.js';
 import { registerChatRoutes } from './chat-routes.js';
 import { createChatService, createHistoryCache } from './chat-service.js';
@@ -13,7 +13,7 @@ import { createMessageThrottle, createTypingThrottle } from './throttle.js';
 const HISTORY_CACHE_TTL_MS = 2_000;
 
 export function registerChat(app: FastifyInstance): void {
-  const { config, logger, database, store, realtime, lifecycle } = app.ctx;
+  const { config, logger, database, store, realtime, lifecycle, revocation } = app.ctx;
   const log = logger.child({ feature: 'chat' });
   const repo = createChatRepository(database.db);
   const hub = createChatHub({
@@ -30,11 +30,70 @@ export function registerChat(app: FastifyInstance): void {
   });
   const typing = createTypingThrottle();
   const history = createHistoryCache(repo, HISTORY_CACHE_TTL_MS);
-  const service = createChatService({ hub, repo, bus: realtime.bus, throttle, typing, logger: log });
+  /** Closes the socket when its session has ended; true while it is live (or cannot be checked: an outage). */
+  const sessionLive = async (conn: ChatConnection, id: ChatIdentity): Promise<boolean> => {
+    const status = await revocation.sessionStatus(id.userId, id.sessionId);
+    if (status === 'live' || status === 'unknown') return true;
+    if (status === 'banned') hub.close(conn, CloseCode.POLICY, 'banned');
+    else hub.close(conn, CloseCode.SESSION_ENDED, status === 'expired' ? 'session expired' : 'session ended');
+    return false;
+  };
+  /**
+   * Re-validates every local member socket (one check per session). Runs when the bus recovers (a revocation
+   * published while it was degraded never reached this instance) and on every ping round (any single lost
+   * bus message), so open sockets converge on the truth without relying on the disconnect message.
+   */
+  let revalidating = false;
+  const revalidateAll = async () => {
+    if (revalidating) return;
+    revalidating = true;
+    try {
+      const bySession = new Map<string, ChatConnection[]>();
+      for (const conn of hub.all()) {
+        if (!conn.identity) continue;
+        const list = bySession.get(conn.identity.sessionId);
+        if (list) list.push(conn);
+        else bySession.set(conn.identity.sessionId, [conn]);
+      }
+      for (const conns of bySession.values()) {
+        const first = conns[0];
+        if (!first?.identity) continue;
+        const status = await revocation.sessionStatus(first.identity.userId, first.identity.sessionId);
+        if (status === 'live' || status === 'unknown') continue;
+        for (const conn of conns) {
+          if (status === 'banned') hub.close(conn, CloseCode.POLICY, 'banned');
+          else hub.close(conn, CloseCode.SESSION_ENDED, 'session ended');
+        }
+        typing.forget(first.identity.userId);
+      }
+    } catch (err) {
+      log.warn({ err }, 'chat: socket re-validation failed');
+    } finally {
+      revalidating = false;
+    }
+  };
+  const revalidateTimer = setInterval(() => {
+    void revalidateAll();
+  }, config.WS_PING_INTERVAL_MS);
+  revalidateTimer.unref();
+  const service = createChatService({
+    hub,
+    repo,
+    bus: realtime.bus,
+    throttle,
+    typing,
+    logger: log,
+    sessionLive,
+  });
   let stopping = false;
   createChatGateway(app, { hub, service, history, typing, isStopping: () => stopping });
 
   const unsubscribe = [
+    realtime.onRecovered(() => {
+      // After the auth layer's repair drain was started (it subscribed first); sessionStatus reads PostgreSQL
+      // while the store is not yet trusted, so this does not depend on the drain having finished.
+      void revalidateAll();
+    }),
     realtime.bus.subscribe(CHAT_BUS_TOPIC, (payload) => {
       // Every bus message is validated: another instance (or a bad actor on the store) could send anything.
       const parsed = ChatBusEventSchema.safeParse(payload);
@@ -84,6 +143,7 @@ export function registerChat(app: FastifyInstance): void {
   const stop = () => {
     shutdown ??= (async () => {
       stopping = true;
+      clearInterval(revalidateTimer);
       hub.stop();
       // The upgrade listener stays: until the HTTP server closes it answers new upgrades with 503.
       await hub.closeAll(

@@ -1,6 +1,6 @@
 // Owns the shared store: exactly three ioredis connections per instance (data, publish, subscribe) when
 // CACHE_URL is set, or an in-process store for the embedded single-instance default.
-import { Redis } from 'ioredis';
+import { type Command, Redis } from 'ioredis';
 
 export interface Store {
   kind: 'redis' | 'memory';
@@ -30,7 +30,35 @@ return {n, ttl}`;
 export interface StoreOptions {
   url?: string;
   prefix: string;
+  /** Bound on every command; a command that takes longer fails and its connection is re-established. */
+  commandTimeoutMs?: number;
   onError?: (role: string, err: Error) => void;
+}
+
+export const COMMAND_TIMEOUT_MESSAGE = 'Command timed out';
+
+/**
+ * A connection whose command timed out is dropped and re-established. ioredis only rejects the late command; the
+ * connection itself would stay "ready", so nothing else (the bus's degraded mode, readiness checks) would notice
+ * a stalled store. Reconnecting turns a stall into an ordinary outage: `close`/`reconnecting` degrade the bus,
+ * commands fail fast while the ready check waits, and `ready` (the store answering again) recovers it.
+ */
+class BoundedRedis extends Redis {
+  private dropping = false;
+  override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
+    const result = super.sendCommand(command, stream);
+    command.promise.catch((err: unknown) => {
+      if (!(err instanceof Error) || err.message !== COMMAND_TIMEOUT_MESSAGE || this.dropping) return;
+      if (this.status !== 'ready') return;
+      this.dropping = true;
+      this.emit('error', new Error('store command timed out: reconnecting'));
+      this.disconnect(true);
+      this.once('ready', () => {
+        this.dropping = false;
+      });
+    });
+    return result;
+  }
 }
 
 export function createStore(options: StoreOptions): Store {
@@ -39,8 +67,10 @@ export function createStore(options: StoreOptions): Store {
 
 function createRedisStore(url: string, options: StoreOptions): Store {
   const make = (role: 'data' | 'pub' | 'sub') => {
-    const conn = new Redis(url, {
+    const conn = new BoundedRedis(url, {
       connectionName: `herald-${role}`,
+      // The subscriber only waits for messages; its (re)subscribe is bounded like any command.
+      commandTimeout: options.commandTimeoutMs,
       // Capped exponential backoff; never give up, the degraded mode covers the gap.
       retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5_000),
       maxRetriesPerRequest: 1,

@@ -33,16 +33,23 @@ export interface DatabaseOptions {
   databaseUrl?: string;
   dataDir: string;
   poolSize?: number;
+  /** PostgreSQL statement_timeout in ms (0 or unset: none), so a stuck query cannot hold a request forever. */
+  statementTimeoutMs?: number;
 }
 
 export function createDatabase(options: DatabaseOptions): Database {
   return options.databaseUrl
-    ? createPostgres(options.databaseUrl, options.poolSize ?? 10)
+    ? createPostgres(options.databaseUrl, options.poolSize ?? 10, options.statementTimeoutMs ?? 0)
     : createPglite(options.dataDir);
 }
 
-function createPostgres(url: string, poolSize: number): Database {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5_000 });
+function createPostgres(url: string, poolSize: number, statementTimeoutMs: number): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: 5_000,
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+  });
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', () => {});
   const db = drizzlePg(pool, { schema, casing: 'snake_case' }) as unknown as Db;
@@ -52,6 +59,9 @@ function createPostgres(url: string, poolSize: number): Database {
     async migrate() {
       const client = await pool.connect();
       try {
+        // Another instance may hold the lock for a long migration, and migrations themselves may be slow: the
+        // per-statement bound is for request traffic, not for this session.
+        await client.query('SET statement_timeout = 0');
         await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
         try {
           await migratePg(drizzlePg(client, { schema, casing: 'snake_case' }), {
@@ -61,6 +71,8 @@ function createPostgres(url: string, poolSize: number): Database {
           await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
         }
       } finally {
+        // The pooled client goes back with the pool's own timeout again.
+        await client.query('RESET statement_timeout').catch(() => {});
         client.release();
       }
     },

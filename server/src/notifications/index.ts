@@ -24,7 +24,7 @@ declare module 'fastify' {
 }
 
 export function registerNotifications(app: FastifyInstance): void {
-  const { config, database, store, mailer, realtime, lifecycle } = app.ctx;
+  const { config, database, store, mailer, realtime, lifecycle, revocation } = app.ctx;
   const logger = app.log.child({ feature: 'notifications' });
   const repo = createNotificationRepository(database.db);
   const unread = createUnreadCache({ store, logger, countFromDb: (id) => repo.unreadCount(id) });
@@ -58,8 +58,8 @@ export function registerNotifications(app: FastifyInstance): void {
     repo,
     presence: realtime.presence,
     logger,
-    // Wired to the auth layer's revocation check by the exact-delivery work (see docs/architecture.md).
-    isSessionLive: async () => true,
+    // A revocation whose bus message was lost still ends the stream at the next convergence check.
+    isSessionLive: (userId, sessionId) => revocation.isSessionLive(userId, sessionId),
     keepAliveMs: config.SSE_KEEPALIVE_MS,
     maxBufferedBytes: config.SSE_MAX_BUFFERED_BYTES,
     limits: {
@@ -78,6 +78,8 @@ export function registerNotifications(app: FastifyInstance): void {
     }
     hub.onBusMessage(parsed.data);
   });
+  // Messages may have been lost while the bus was degraded: repair streams and re-check sessions now.
+  const offRecovered = realtime.onRecovered(() => void hub.converge());
   const offDisconnect = realtime.onUserDisconnect((event) => {
     // Notification streams carry nothing that depends on role or profile; only ended sessions close them.
     if (event.reason === 'account_changed') return;
@@ -102,6 +104,7 @@ export function registerNotifications(app: FastifyInstance): void {
   lifecycle.onShutdown('notify-clients', 'notification-streams', endStreams);
   lifecycle.onShutdown('close-connections', 'notification-workers', async () => {
     unsubscribe();
+    offRecovered();
     offDisconnect();
     await Promise.all([outbox.stop(), retention.stop()]);
     unread.close();

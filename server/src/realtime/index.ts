@@ -169,6 +169,12 @@ export function createRealtime({ config, store, logger, lifecycle }: RealtimeDep
       disconnectHandlers.add(handler);
       return () => disconnectHandlers.delete(handler);
     },
+    onRecovered(handler) {
+      return redisBus ? redisBus.onRecovered(handler) : () => false;
+    },
+    onDegraded(handler) {
+      return redisBus ? redisBus.onDegraded(handler) : () => false;
+    },
     async instances() {
       if (!registry) return [self()];
       try {

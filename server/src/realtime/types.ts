@@ -56,6 +56,14 @@ export interface Realtime {
   /** Fans out to every instance (including this one); each closes that user's local SSE streams and sockets. */
   disconnectUser(event: UserDisconnect): Promise<void>;
   onUserDisconnect(handler: (event: UserDisconnect) => void): () => void;
+  /**
+   * Called each time the bus leaves degraded mode (store reachable again, channel re-subscribed). Messages
+   * published meanwhile never reached other instances, so holders of live connections re-validate them here
+   * (chat sockets, SSE streams via `app.ctx.revocation.isSessionLive`). Never called without a distributed bus.
+   */
+  onRecovered(handler: () => void): () => void;
+  /** Called each time the bus enters degraded mode (the store became unreachable). */
+  onDegraded(handler: () => void): () => void;
   /** Live instances of the cluster, this one included (only this one when not distributed). */
   instances?(): Promise<InstanceRecord[]>;
   /** True when a store is configured and ENABLE_DISTRIBUTED_CHAT is on. */

@@ -83,7 +83,16 @@ function setup() {
   };
   const noop = () => {};
   const logger = { error: noop, warn: noop, info: noop, debug: noop } as unknown as Logger;
-  const service = createChatService({ hub, repo, bus, throttle, typing: createTypingThrottle(), logger });
+  const service = createChatService({
+    hub,
+    repo,
+    bus,
+    throttle,
+    typing: createTypingThrottle(),
+    logger,
+    // Revocation re-checks are covered by the real-process tests (test/chat/revocation.test.ts).
+    sessionLive: async () => true,
+  });
   const frame = (f: unknown) => service.onFrame(conn, Buffer.from(JSON.stringify(f)), false);
   return { ws, conn, inserted, gates, published, sent, frame };
 }

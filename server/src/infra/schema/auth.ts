@@ -75,3 +75,18 @@ export const verification = pgTable(
   },
   (t) => [index('verification_identifier_idx').on(t.identifier)],
 );
+
+/**
+ * Herald's own table (not better-auth's): store writes of auth state that failed while the store was unreachable
+ * (a session record that could not be deleted or refreshed, a revocation marker that could not be bumped). The
+ * row is committed before the request that caused it returns, and any instance that can reach both stores
+ * applies it (deletes `key`, bumps the user's revocation marker) and removes it; see docs/architecture.md
+ * "Revocation convergence".
+ */
+export const authStoreRepair = pgTable('auth_store_repair', {
+  id: text('id').primaryKey(),
+  /** Store key to delete (relative to the deployment prefix); null when only the user's marker is stale. */
+  key: text('key'),
+  userId: text('user_id'),
+  createdAt: tz('created_at').notNull().defaultNow(),
+});

@@ -1,0 +1,304 @@
+// Owns revocation convergence: that a revoking request takes effect on every instance (or answers 503), even
+// when the store is unreachable while it runs. Three pieces:
+// - the per-user revocation marker (`auth:rv:<userId>`, a counter bumped after every committed revocation of
+//   the user), which live connections compare against what they last verified (`isSessionLive`);
+// - durable repairs: a store write of auth state that failed is recorded in PostgreSQL (`auth_store_repair`)
+//   before the request returns, and applied by whichever instance can reach both stores (key deleted, marker
+//   bumped). Until this instance has applied every pending repair after a store failure, it does not trust
+//   session records read from the store (they may be stale: a sign-out whose delete was lost);
+// - a request scope (AsyncLocalStorage) that collects the users a request revoked and whether any of its
+//   revocation writes could be neither applied nor recorded, so the /auth bridge can answer 503 instead of a
+//   success it did not achieve.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import { and, eq, inArray } from 'drizzle-orm';
+import type { Store } from '../infra/cache.js';
+import type { Db } from '../infra/db.js';
+import type { Logger } from '../infra/logger.js';
+import { authStoreRepair, session as sessionTable, user as userTable } from '../infra/schema/index.js';
+
+/** Prefix of better-auth's keys inside the store (the store adds the deployment prefix). */
+export const AUTH_STORE_PREFIX = 'auth:';
+const MARKER_PREFIX = `${AUTH_STORE_PREFIX}rv:`;
+/** Markers outlive every session they can concern (sessions last at most 7 days). */
+const MARKER_TTL_MS = 8 * 24 * 60 * 60 * 1000;
+const DRAIN_INTERVAL_MS = 1_000;
+const DRAIN_BATCH = 500;
+
+export type SessionStatus = 'live' | 'revoked' | 'banned' | 'expired' | 'unknown';
+
+export interface RevocationScope {
+  /** Users whose sessions or account state this request changed; their markers are bumped after it returns. */
+  users: Set<string>;
+  /** A revocation write could be neither applied nor recorded for later: the request must not report success. */
+  failed: boolean;
+}
+
+export interface Revocation {
+  /**
+   * False when the session is revoked, its user banned, or it expired. When neither the store nor the database
+   * can be reached it answers true: an outage must not close every connection.
+   */
+  isSessionLive(userId: string, sessionId: string): Promise<boolean>;
+  /** The same check with the reason (chat uses it to pick a close code). */
+  sessionStatus(userId: string, sessionId: string): Promise<SessionStatus>;
+  /** False while store records may be stale (after a store failure, until pending repairs are applied). */
+  storeTrusted(): boolean;
+  /** Called by readers that saw the store fail: stop trusting it until the next successful drain. */
+  storeFailed(): void;
+  /** Runs `fn` in a fresh request scope; returns its result and the scope. */
+  runScoped<T>(fn: () => Promise<T>): Promise<{ result: T; scope: RevocationScope }>;
+  /** The current request's scope, if any. */
+  scope(): RevocationScope | undefined;
+  /** Records that the current request changed `userId`'s sessions or account (bumped after the request). */
+  touched(userId: string): void;
+  /**
+   * A store write of auth state failed: remember it durably so it is applied once the store is back. Throws (and
+   * marks the current request failed) when it cannot be recorded either.
+   */
+  writeFailed(key: string | null, userId: string | null): Promise<void>;
+  /** Bumps the markers of the scope's users (after the request's database changes are committed). */
+  commit(scope: RevocationScope): Promise<void>;
+  /** Applies pending repairs now (also runs every second); resolves true when none are left. */
+  drain(): Promise<boolean>;
+  close(): void;
+}
+
+export interface RevocationDeps {
+  store: Store;
+  db: Db;
+  logger: Logger;
+}
+
+/** Bounded map with insertion-order eviction (ids are random and never reused, so entries cannot go stale). */
+class BoundedMap<V> {
+  private readonly map = new Map<string, V>();
+  constructor(private readonly max: number) {}
+  get(key: string) {
+    return this.map.get(key);
+  }
+  set(key: string, value: V) {
+    this.map.delete(key);
+    if (this.map.size >= this.max) {
+      const oldest = this.map.keys().next().value;
+      if (oldest !== undefined) this.map.delete(oldest);
+    }
+    this.map.set(key, value);
+  }
+  delete(key: string) {
+    this.map.delete(key);
+  }
+}
+
+export function markerKey(userId: string): string {
+  return MARKER_PREFIX + userId;
+}
+
+export function createRevocation({ store, db, logger }: RevocationDeps): Revocation {
+  const log = logger.child({ component: 'revocation' });
+  const als = new AsyncLocalStorage<RevocationScope>();
+  // The in-process store cannot lose writes: nothing to distrust or repair.
+  const repairable = store.kind === 'redis';
+  let trusted = true;
+  let closed = false;
+  let draining: Promise<boolean> | undefined;
+  /** Store failures seen so far; a drain only restores trust if none happened while it ran. */
+  let failures = 0;
+  /** Sessions verified against the database, with the marker value read just before that check. */
+  const verified = new BoundedMap<{ marker: string | null; expiresAt: number }>(50_000);
+  /** Sessions known to have ended: they never come back. */
+  const ended = new BoundedMap<SessionStatus>(50_000);
+
+  const bump = async (userId: string) => {
+    const key = markerKey(userId);
+    // incrWindow = INCR + PEXPIRE on first use; refresh the lifetime too so an active user's marker persists.
+    await store.incrWindow(key, MARKER_TTL_MS);
+  };
+
+  const record = async (key: string | null, userId: string | null) => {
+    trusted = false;
+    await db.insert(authStoreRepair).values({ id: randomUUID(), key, userId });
+  };
+
+  const drainOnce = async (): Promise<boolean> => {
+    const rows = await db
+      .select({ id: authStoreRepair.id, key: authStoreRepair.key, userId: authStoreRepair.userId })
+      .from(authStoreRepair)
+      .orderBy(authStoreRepair.createdAt)
+      .limit(DRAIN_BATCH);
+    if (rows.length > 0) {
+      const keys = [...new Set(rows.flatMap((r) => (r.key ? [r.key] : [])))];
+      if (keys.length > 0) await store.del(...keys);
+      for (const userId of new Set(rows.flatMap((r) => (r.userId ? [r.userId] : [])))) await bump(userId);
+      await db.delete(authStoreRepair).where(
+        inArray(
+          authStoreRepair.id,
+          rows.map((r) => r.id),
+        ),
+      );
+      log.info({ repairs: rows.length }, 'applied auth store repairs left by a store outage');
+    }
+    return rows.length < DRAIN_BATCH;
+  };
+
+  const drain = (): Promise<boolean> => {
+    if (!repairable || closed) return Promise.resolve(true);
+    draining ??= (async () => {
+      // Read before the work: a failure reported while draining must keep the store distrusted.
+      const failuresBefore = failures;
+      try {
+        let done = false;
+        while (!done && !closed) done = await drainOnce();
+        if (failures === failuresBefore) trusted = true;
+        return true;
+      } catch (err) {
+        trusted = false;
+        log.debug(
+          { err: (err as Error).message },
+          'auth store repairs pending (store or database unreachable)',
+        );
+        return false;
+      } finally {
+        draining = undefined;
+      }
+    })();
+    return draining;
+  };
+
+  // Every instance applies repairs, including ones left by an instance that could not reach the store while
+  // this one could (a partition), so a stale record is never served for longer than about one interval.
+  const timer = repairable
+    ? setInterval(() => {
+        void drain();
+      }, DRAIN_INTERVAL_MS)
+    : undefined;
+  timer?.unref();
+
+  const fromDatabase = async (
+    userId: string,
+    sessionId: string,
+    marker: string | null | undefined,
+  ): Promise<SessionStatus> => {
+    const rows = await db
+      .select({
+        expiresAt: sessionTable.expiresAt,
+        banned: userTable.banned,
+        banExpires: userTable.banExpires,
+      })
+      .from(sessionTable)
+      .innerJoin(userTable, eq(userTable.id, sessionTable.userId))
+      .where(and(eq(sessionTable.id, sessionId), eq(sessionTable.userId, userId)))
+      .limit(1);
+    const now = Date.now();
+    const isBanned = (u: { banned: boolean | null; banExpires: Date | null }) =>
+      Boolean(u.banned) && !(u.banExpires && u.banExpires.getTime() < now);
+    const row = rows[0];
+    let status: SessionStatus;
+    if (!row) {
+      // A ban deletes the user's sessions too; tell it apart so clients get the ban's close code (rare path).
+      const users = await db
+        .select({ banned: userTable.banned, banExpires: userTable.banExpires })
+        .from(userTable)
+        .where(eq(userTable.id, userId))
+        .limit(1);
+      status = users[0] && isBanned(users[0]) ? 'banned' : 'revoked';
+    } else if (isBanned(row)) status = 'banned';
+    else if (row.expiresAt.getTime() <= now) status = 'expired';
+    else status = 'live';
+    if (status !== 'live') {
+      ended.set(sessionId, status);
+      verified.delete(sessionId);
+    } else if (marker !== undefined) {
+      verified.set(sessionId, { marker, expiresAt: row?.expiresAt.getTime() ?? 0 });
+    }
+    return status;
+  };
+
+  const sessionStatus = async (userId: string, sessionId: string): Promise<SessionStatus> => {
+    const end = ended.get(sessionId);
+    if (end) return end;
+    // The marker is read before the database, so a revocation committed after this read bumps it past the value
+    // remembered below and the next check goes to the database again.
+    let marker: string | null | undefined;
+    if (trusted) {
+      try {
+        marker = await store.get(markerKey(userId));
+      } catch {
+        marker = undefined;
+        trusted = false;
+      }
+    }
+    const known = verified.get(sessionId);
+    if (marker !== undefined && known && known.marker === marker) {
+      if (known.expiresAt > Date.now()) return 'live';
+      ended.set(sessionId, 'expired');
+      return 'expired';
+    }
+    try {
+      return await fromDatabase(userId, sessionId, marker);
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'session liveness unknown: database unreachable');
+      return 'unknown';
+    }
+  };
+
+  return {
+    sessionStatus,
+    async isSessionLive(userId, sessionId) {
+      const status = await sessionStatus(userId, sessionId);
+      return status === 'live' || status === 'unknown';
+    },
+    storeTrusted: () => trusted,
+    storeFailed() {
+      if (!repairable) return;
+      trusted = false;
+      failures++;
+    },
+    async runScoped(fn) {
+      const scope: RevocationScope = { users: new Set(), failed: false };
+      const result = await als.run(scope, fn);
+      return { result, scope };
+    },
+    scope: () => als.getStore(),
+    touched(userId) {
+      als.getStore()?.users.add(userId);
+    },
+    async writeFailed(key, userId) {
+      failures++;
+      try {
+        await record(key, userId);
+      } catch (err) {
+        const scope = als.getStore();
+        if (scope) scope.failed = true;
+        log.error(
+          { err: (err as Error).message },
+          'auth store write lost: neither store nor database reachable',
+        );
+        throw err;
+      }
+    },
+    async commit(scope) {
+      for (const userId of scope.users) {
+        try {
+          await bump(userId);
+        } catch {
+          failures++;
+          try {
+            await record(null, userId);
+          } catch (err) {
+            scope.failed = true;
+            log.error(
+              { err: (err as Error).message, userId },
+              'revocation marker lost: neither store nor database reachable',
+            );
+          }
+        }
+      }
+    },
+    drain,
+    close() {
+      closed = true;
+      if (timer) clearInterval(timer);
+    },
+  };
+}
