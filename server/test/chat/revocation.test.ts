@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster, type TestCluster } from '../helpers/cluster.js';
+import { openStream, type SseClient } from '../notifications/sse-client.js';
 import { type ChatClient, openChat } from './ws-client.js';
 
 const ADMIN_EMAIL = `rv-admin-${randomUUID().slice(0, 8)}@example.test`;
@@ -74,5 +75,24 @@ describe('revocation reaches open chat sockets on other instances despite a degr
     await cluster.waitForHealth(1, 'ok');
     expect((await idleSocket.closed).code).toBe(1008);
     expect(await history()).not.toContain('posted after my ban');
+  }, 90_000);
+
+  it('a notification stream of a user banned during an outage ends once the bus recovers', async () => {
+    const user = await createVerifiedUserOn(cluster, 1, { name: 'Streamer' });
+    const stream: SseClient = await openStream(cluster.url(1), user.cookie);
+    try {
+      await stream.waitFor((e) => e.event === 'connected');
+      await cluster.redis.stop();
+      await Promise.all([cluster.waitForHealth(0, 'degraded'), cluster.waitForHealth(1, 'degraded')]);
+      expect((await ban(user.id)).status).toBe(200);
+      expect(stream.isEnded()).toBe(false);
+      await cluster.redis.start();
+      await cluster.waitForHealth(1, 'ok');
+      const err = await stream.waitFor((e) => e.event === 'error', 20_000);
+      expect(err.data).toMatchObject({ code: 'SESSION_REVOKED' });
+      await stream.ended;
+    } finally {
+      stream.close();
+    }
   }, 90_000);
 });
