@@ -18,7 +18,8 @@ import { createSessionResolver, type SessionResolver } from './auth/guard.js';
 import { describeAuthRoutes } from './auth/openapi.js';
 import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
-import { frameworkErrorHandler, installErrorHandling } from './http/errors.js';
+import { installConnectionLimits } from './http/connection-limits.js';
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
 import { installNulGuard } from './http/nul-guard.js';
 import { createStore, type Store } from './infra/cache.js';
 import { createDatabase, type Database } from './infra/db.js';
@@ -62,6 +63,21 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const app = Fastify({
     logger: loggerOptions(config.LOG_LEVEL, options.prettyLogs ?? false),
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // A client that sends headers and then stalls (or trickles) the body gets 408 and the connection is closed;
+    // these bound receiving a request only, never a response, so SSE streams and WebSockets are unaffected.
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    http: {
+      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+      // Node checks those timeouts on this interval (default 30 s); keep it well under the shortest one.
+      connectionsCheckingInterval: Math.min(
+        30_000,
+        Math.max(
+          50,
+          Math.floor(Math.min(config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS) / 4),
+        ),
+      ),
+    },
     trustProxy: parseTrustProxy(config.TRUST_PROXY),
     genReqId: () => crypto.randomUUID(),
     requestIdHeader: false,
@@ -69,12 +85,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     return503OnClosing: false,
     forceCloseConnections: true,
     frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
   installNulGuard(app);
   const logger = app.log;
+  installConnectionLimits(app.server, { maxPerIp: config.HTTP_MAX_CONNECTIONS_PER_IP, logger });
 
   // infra
   const database =
