@@ -55,13 +55,18 @@ export interface BuildOptions {
   overrides?: Partial<Pick<AppContext, 'mailer' | 'database' | 'store'>>;
   /** Pretty logs (development entry point only). */
   prettyLogs?: boolean;
+  /** Where log lines go instead of stdout (tests read what was logged). */
+  logStream?: { write(line: string): void };
 }
 
 export type App = FastifyInstance;
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
   const app = Fastify({
-    logger: loggerOptions(config.LOG_LEVEL, options.prettyLogs ?? false),
+    logger: {
+      ...loggerOptions(config.LOG_LEVEL, options.prettyLogs ?? false),
+      ...(options.logStream ? { stream: options.logStream } : {}),
+    },
     bodyLimit: config.BODY_LIMIT_BYTES,
     // A client that sends headers and then stalls (or trickles) the body gets 408 and the connection is closed;
     // these bound receiving a request only, never a response, so SSE streams and WebSockets are unaffected.
