@@ -21,6 +21,7 @@ import type { Config } from './config.js';
 import { installConnectionLimits } from './http/connection-limits.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
 import { installNulGuard } from './http/nul-guard.js';
+import { installRequestGuards } from './http/request-guards.js';
 import { createStore, type Store } from './infra/cache.js';
 import { createDatabase, type Database } from './infra/db.js';
 import { type Logger, loggerOptions } from './infra/logger.js';
@@ -96,6 +97,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
   installNulGuard(app);
+  // The same origins better-auth trusts: the allowlist, the front end, and the API itself (bundled web app).
+  installRequestGuards(app, {
+    allowedOrigins: [
+      ...config.CORS_ALLOWLISTED_ORIGINS,
+      new URL(config.FE_BASE_URL).origin,
+      new URL(config.API_BASE_URL).origin,
+    ],
+  });
   const logger = app.log;
   installConnectionLimits(app.server, { maxPerIp: config.HTTP_MAX_CONNECTIONS_PER_IP, logger });
 
