@@ -30,7 +30,15 @@ export function registerChat(app: FastifyInstance): void {
   });
   const typing = createTypingThrottle();
   const history = createHistoryCache(repo, HISTORY_CACHE_TTL_MS);
-  const service = createChatService({ hub, repo, bus: realtime.bus, throttle, typing, logger: log });
+  const service = createChatService({
+    hub,
+    repo,
+    bus: realtime.bus,
+    throttle,
+    typing,
+    logger: log,
+    frameLimit: config.CHAT_FRAME_LIMIT,
+  });
   let stopping = false;
   createChatGateway(app, { hub, service, history, typing, isStopping: () => stopping });
 

@@ -36,6 +36,8 @@ function setup() {
     queue: null,
     errorCount: 0,
     errorWindowStart: Date.now(),
+    frameCount: 0,
+    frameWindowStart: Date.now(),
     pending: 0,
     chain: Promise.resolve(),
     corked: false,
@@ -83,7 +85,15 @@ function setup() {
   };
   const noop = () => {};
   const logger = { error: noop, warn: noop, info: noop, debug: noop } as unknown as Logger;
-  const service = createChatService({ hub, repo, bus, throttle, typing: createTypingThrottle(), logger });
+  const service = createChatService({
+    hub,
+    repo,
+    bus,
+    throttle,
+    typing: createTypingThrottle(),
+    logger,
+    frameLimit: 200,
+  });
   const frame = (f: unknown) => service.onFrame(conn, Buffer.from(JSON.stringify(f)), false);
   return { ws, conn, inserted, gates, published, sent, frame };
 }
