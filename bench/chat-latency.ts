@@ -121,6 +121,7 @@ async function main() {
     env: {
       LOG_LEVEL: 'warn',
       CHAT_THROTTLE_LIMIT: '1000000',
+      CHAT_FRAME_LIMIT: '1000000',
       CHAT_MAX_CONNECTIONS_PER_IP: String(SOCKETS * 2),
       CHAT_MAX_CONNECTIONS_PER_USER: String(SENDERS * 2),
       PRESENCE_DEBOUNCE_MS: '500',

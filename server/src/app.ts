@@ -20,8 +20,10 @@ import { createRevocation, type Revocation } from './auth/revocation.js';
 import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
 import { installCachePolicy } from './http/cache.js';
-import { frameworkErrorHandler, installErrorHandling } from './http/errors.js';
+import { installConnectionLimits } from './http/connection-limits.js';
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
 import { installNulGuard } from './http/nul-guard.js';
+import { installRequestGuards } from './http/request-guards.js';
 import { createStore, type Store } from './infra/cache.js';
 import { createDatabase, type Database } from './infra/db.js';
 import { type Logger, loggerOptions } from './infra/logger.js';
@@ -61,14 +63,34 @@ export interface BuildOptions {
   overrides?: Partial<Pick<AppContext, 'mailer' | 'database' | 'store'>>;
   /** Pretty logs (development entry point only). */
   prettyLogs?: boolean;
+  /** Where log lines go instead of stdout (tests read what was logged). */
+  logStream?: { write(line: string): void };
 }
 
 export type App = FastifyInstance;
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
   const app = Fastify({
-    logger: loggerOptions(config.LOG_LEVEL, options.prettyLogs ?? false),
+    logger: {
+      ...loggerOptions(config.LOG_LEVEL, options.prettyLogs ?? false),
+      ...(options.logStream ? { stream: options.logStream } : {}),
+    },
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // A client that sends headers and then stalls (or trickles) the body gets 408 and the connection is closed;
+    // these bound receiving a request only, never a response, so SSE streams and WebSockets are unaffected.
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    http: {
+      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+      // Node checks those timeouts on this interval (default 30 s); keep it well under the shortest one.
+      connectionsCheckingInterval: Math.min(
+        30_000,
+        Math.max(
+          50,
+          Math.floor(Math.min(config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS) / 4),
+        ),
+      ),
+    },
     trustProxy: parseTrustProxy(config.TRUST_PROXY),
     genReqId: () => crypto.randomUUID(),
     requestIdHeader: false,
@@ -76,13 +98,23 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     return503OnClosing: false,
     forceCloseConnections: true,
     frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
   installCachePolicy(app);
   installNulGuard(app);
+  // The same origins better-auth trusts: the allowlist, the front end, and the API itself (bundled web app).
+  installRequestGuards(app, {
+    allowedOrigins: [
+      ...config.CORS_ALLOWLISTED_ORIGINS,
+      new URL(config.FE_BASE_URL).origin,
+      new URL(config.API_BASE_URL).origin,
+    ],
+  });
   const logger = app.log;
+  installConnectionLimits(app.server, { maxPerIp: config.HTTP_MAX_CONNECTIONS_PER_IP, logger });
 
   // infra
   const database =

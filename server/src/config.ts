@@ -185,6 +185,14 @@ export const EnvSchema = z.object({
   ACTION_ALLOWED_DOMAINS: list.transform((hosts) => hosts.map((h) => h.toLowerCase())),
   BROADCAST_BATCH_SIZE: int(500, 1, 10_000),
   BODY_LIMIT_BYTES: int(64 * 1024, 1024, 10 * 1024 * 1024),
+  // Slow-client limits (Node's HTTP server): the whole request (headers + body) must arrive within
+  // HTTP_REQUEST_TIMEOUT_MS, the headers within HTTP_HEADERS_TIMEOUT_MS; an idle keep-alive connection is closed
+  // after HTTP_KEEP_ALIVE_TIMEOUT_MS. None of them limits a response, so SSE streams and WebSockets live on.
+  HTTP_REQUEST_TIMEOUT_MS: int(30_000, 100, 10 * 60_000),
+  HTTP_HEADERS_TIMEOUT_MS: int(10_000, 100, 10 * 60_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: int(72_000, 100, 10 * 60_000),
+  // Open TCP connections per client address (socket address, also behind a proxy); 0 turns the cap off.
+  HTTP_MAX_CONNECTIONS_PER_IP: int(256, 0),
   AUTH_RATE_LIMIT_MAX: int(10, 1),
   AUTH_RATE_LIMIT_WINDOW_S: int(60, 1),
   // Real-time timings (contract defaults; tests shrink them).
@@ -203,6 +211,8 @@ export const EnvSchema = z.object({
   CHAT_THROTTLE_WINDOW_MS: int(10_000, 100),
   CHAT_MAX_CONNECTIONS_PER_IP: int(50, 1),
   CHAT_MAX_CONNECTIONS_PER_USER: int(10, 1),
+  // Inbound frames of any type (ping included) per socket per 10 s; beyond it the socket gets `throttled`.
+  CHAT_FRAME_LIMIT: int(200, 1),
   // Bytes a chat socket may have waiting to be sent before it is treated as a slow consumer and closed.
   CHAT_SEND_BUFFER_LIMIT_BYTES: int(1024 * 1024, 16 * 1024),
   RETENTION_INTERVAL_MS: int(60 * 60 * 1000, 1000),
@@ -287,6 +297,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         `CORS_ALLOWLISTED_ORIGINS: "${entry}" is not an origin (expected http(s)://host[:port], no path)`,
       );
     }
+  }
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
+    // Node refuses this combination at server creation; say so with both names instead.
+    problems.push('HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS');
   }
   if ((e.SOCIAL_CLIENT_ID === undefined) !== (e.SOCIAL_CLIENT_SECRET === undefined)) {
     problems.push('SOCIAL_CLIENT_ID and SOCIAL_CLIENT_SECRET must be set together');

@@ -8,16 +8,47 @@ import { type Db, rowsOf } from '../infra/db.js';
 
 const STALE_CLAIM_MS = 10 * 60 * 1000;
 
-/** Canonical JSON (sorted keys) so key order in the client's body does not change the hash. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+type Part = { value: unknown } | { text: string };
+
+/**
+ * Canonical JSON (sorted keys) so key order in the client's body does not change the hash. Iterative (an explicit
+ * stack of pending values and punctuation), so no nesting depth can overflow the call stack.
+ */
+function canonical(root: unknown): string {
+  const out: string[] = [];
+  const stack: Part[] = [{ value: root }];
+  while (stack.length > 0) {
+    const part = stack.pop() as Part;
+    if ('text' in part) {
+      out.push(part.text);
+      continue;
+    }
+    const value = part.value;
+    const parts: Part[] = [];
+    if (Array.isArray(value)) {
+      parts.push({ text: '[' });
+      value.forEach((item, i) => {
+        if (i > 0) parts.push({ text: ',' });
+        parts.push({ value: item });
+      });
+      parts.push({ text: ']' });
+    } else if (value && typeof value === 'object') {
+      const entries = Object.entries(value as Record<string, unknown>)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      parts.push({ text: '{' });
+      entries.forEach(([k, v], i) => {
+        parts.push({ text: `${i > 0 ? ',' : ''}${JSON.stringify(k)}:` }, { value: v });
+      });
+      parts.push({ text: '}' });
+    } else {
+      // JSON.stringify(undefined) is undefined: an undefined array item adds nothing, as before.
+      out.push(JSON.stringify(value) ?? '');
+      continue;
+    }
+    for (let i = parts.length - 1; i >= 0; i--) stack.push(parts[i] as Part);
   }
-  return JSON.stringify(value);
+  return out.join('');
 }
 
 export function requestHash(body: unknown): string {

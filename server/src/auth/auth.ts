@@ -17,6 +17,9 @@ import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
 
 export { AUTH_STORE_PREFIX } from './revocation.js';
 
+import { assertNotLastAdmin, fitProviderProfile, validImage, validName, validRole } from './account-rules.js';
+import { withContractErrors } from './responses.js';
+
 const scrypt = promisify(scryptCb) as (
   password: string,
   salt: Buffer,
@@ -67,6 +70,17 @@ export const ACCESS_TOKEN_TTL_S = 15 * 60;
 /** Session lifetime and sliding refresh: extended at most once a day, so refreshes never cost a write per request. */
 export const SESSION_TTL_S = 7 * 24 * 60 * 60;
 export const SESSION_UPDATE_AGE_S = 24 * 60 * 60;
+
+/**
+ * Users created by following a link rather than by typed input: a social/OIDC provider's profile, or a
+ * magic-link sign-up (whose name was checked when the link was requested, and may be empty). Their profile text
+ * is fitted rather than refused, so the sign-in is not lost.
+ */
+function isProviderFlow(path: string | undefined): boolean {
+  return (
+    path !== undefined && /^\/(callback|oauth2|sign-in\/social|sign-in\/oauth2|magic-link\/verify)/.test(path)
+  );
+}
 
 export interface AuthDeps {
   config: Config;
@@ -218,7 +232,7 @@ export function createAuth({ config, db, store, mailer, logger, realtime, revoca
   }
 
   const sensitiveRule = { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX };
-  return betterAuth({
+  const instance = betterAuth({
     appName: 'Herald',
     baseURL: config.API_BASE_URL,
     basePath: '/auth',
@@ -257,8 +271,9 @@ export function createAuth({ config, db, store, mailer, logger, realtime, revoca
       },
     },
     // Verification values (email links, reset and magic-link tokens) in PostgreSQL as well, so they can be issued
-    // and redeemed while the store is unreachable.
-    verification: { storeInDatabase: true },
+    // and redeemed while the store is unreachable; identifiers hashed, so a read of the store or the table (a
+    // dump, a replica, a MONITOR) does not hand out working links.
+    verification: { storeInDatabase: true, storeIdentifier: 'hashed' },
     session: {
       // Keep sessions in PostgreSQL too, so an empty or unreachable store never signs everybody out.
       storeSessionInDatabase: true,
@@ -276,13 +291,41 @@ export function createAuth({ config, db, store, mailer, logger, realtime, revoca
     databaseHooks: {
       user: {
         update: {
+          // Every profile, role or ban change goes through here, whichever endpoint made it.
+          before: async (data, ctx) => {
+            const checked: Record<string, unknown> = {};
+            if (data.name !== undefined) checked.name = validName(data.name);
+            if (data.image !== undefined) checked.image = validImage(data.image);
+            if (data.role !== undefined) checked.role = validRole(data.role);
+            const target = (ctx?.body as { userId?: unknown } | undefined)?.userId;
+            const demotes = checked.role !== undefined && checked.role !== 'admin';
+            if (typeof target === 'string' && (demotes || data.banned === true)) {
+              await assertNotLastAdmin(db, target);
+            }
+            return { data: { ...data, ...checked } };
+          },
           after: async (user) => {
             // Role, ban or profile changed: live connections re-check this user (their snapshot may be stale).
             revocation.touched(user.id);
             if (user.emailVerified) await promoteIfListed(user.id);
           },
         },
+        delete: {
+          before: async (user) => {
+            await assertNotLastAdmin(db, user.id);
+          },
+        },
         create: {
+          before: async (user, ctx) => {
+            const role = (user as { role?: unknown }).role;
+            const checked = { ...(role === undefined ? {} : { role: validRole(role) }) };
+            if (isProviderFlow(ctx?.path)) {
+              return { data: { ...user, ...checked, ...fitProviderProfile(user.name, user.image) } };
+            }
+            return {
+              data: { ...user, ...checked, name: validName(user.name), image: validImage(user.image) },
+            };
+          },
           after: async (user) => {
             // Social sign-up with a provider-verified email is the "verify" moment for such accounts.
             if (user.emailVerified) await promoteIfListed(user.id);
@@ -311,6 +354,12 @@ export function createAuth({ config, db, store, mailer, logger, realtime, revoca
       },
     },
     hooks: {
+      before: createAuthMiddleware(async (ctx) => {
+        // A magic-link sign-up creates the user only when the link is followed; check the name now, before an
+        // email is sent, so the request (not the later link) gets the 400.
+        const name = (ctx.body as { name?: unknown } | undefined)?.name;
+        if (ctx.path === '/sign-in/magic-link' && name !== undefined) validName(name);
+      }),
       after: createAuthMiddleware(async (ctx) => {
         const returned: unknown = ctx.context.returned;
         if (returned instanceof Error) return;
@@ -390,6 +439,8 @@ export function createAuth({ config, db, store, mailer, logger, realtime, revoca
       username(),
       magicLink({
         expiresIn: 15 * 60,
+        // Stored as a hash: the raw token exists only in the email (see also verification.storeIdentifier).
+        storeToken: 'hashed',
         sendMagicLink: async ({ email, token }) => {
           send(
             actionEmail({
@@ -414,12 +465,25 @@ export function createAuth({ config, db, store, mailer, logger, realtime, revoca
       level: 'warn',
       log: (level, message, ...args) => {
         const extra = args.length > 0 ? { args: args.map((a) => (a instanceof Error ? a.message : a)) } : {};
-        if (level === 'error') logger.error(extra, `better-auth: ${message}`);
-        else if (level === 'warn') logger.warn(extra, `better-auth: ${message}`);
+        // Refused origins, callback URLs and cross-site sign-ins are what any client can cause at will: logged
+        // at error level they would let anyone flood the error log (and its alerts). They are warnings.
+        if (level === 'error' && !CLIENT_CAUSED.test(message)) {
+          logger.error(extra, `better-auth: ${message}`);
+        } else if (level === 'error' || level === 'warn') logger.warn(extra, `better-auth: ${message}`);
         else logger.debug(extra, `better-auth: ${message}`);
       },
     },
   });
+  // better-auth's own 429 (no code) and empty 404s answered in the contract's error body; see responses.ts.
+  const handler = instance.handler;
+  return Object.assign(instance, {
+    handler: async (request: Request) =>
+      withContractErrors(await handler(request), new URL(request.url).pathname),
+  });
 }
+
+/** better-auth error-level messages that a request alone can trigger (see the logger option above). */
+const CLIENT_CAUSED =
+  /^(Invalid (origin|callbackURL|redirectURL|errorCallbackURL|newUserCallbackURL)\b|Blocked cross-site|Delete user is disabled)/;
 
 export type Auth = ReturnType<typeof createAuth>;

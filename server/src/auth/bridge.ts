@@ -87,7 +87,11 @@ function withoutSnapshotCookie(header: string): string {
 
 function toWebRequest(request: FastifyRequest, target: Target, baseUrl: string): Request {
   const query = target.search.toString();
-  const url = new URL(`${target.pathname}${query ? `?${query}` : ''}`, baseUrl);
+  // Path and query only, set on the configured base: an absolute-form request target (`GET http://evil/auth/…`)
+  // or a `//host` path must never choose the origin better-auth sees.
+  const url = new URL(baseUrl);
+  url.pathname = target.pathname;
+  url.search = query;
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {
     if (value === undefined || name === 'x-herald-client-ip') continue;

@@ -1,5 +1,6 @@
 // Describes better-auth's /auth/* routes in Herald's OpenAPI document: better-auth generates their schema
 // (open-api plugin); this module prefixes the paths with the mount point and tags them, once at start-up.
+import type { BetterAuthOptions } from 'better-auth';
 import type { Auth } from './auth.js';
 
 type PathItem = Record<string, { tags?: string[] } & Record<string, unknown>>;
@@ -17,9 +18,11 @@ export async function describeAuthRoutes(auth: Auth): Promise<AuthOpenApi> {
     components?: { schemas?: Record<string, unknown> };
   };
   const paths: Record<string, PathItem> = {};
+  const disabled = disabledPaths(auth);
   for (const [path, item] of Object.entries(generated.paths ?? {})) {
-    // Internal helper endpoints are not part of the public surface.
-    if (path.startsWith('/open-api')) continue;
+    // Internal helper endpoints are not part of the public surface; disabled ones answer 404.
+    if (path.startsWith('/open-api') || disabled.some((d) => path === d || path.startsWith(`${d}/`)))
+      continue;
     const ops: PathItem = {};
     for (const [method, op] of Object.entries(item)) {
       if (!HTTP_METHODS.has(method)) continue;
@@ -29,6 +32,16 @@ export async function describeAuthRoutes(auth: Auth): Promise<AuthOpenApi> {
   }
   addBridgeAdapters(paths);
   return { paths, schemas: generated.components?.schemas ?? {} };
+}
+
+/** better-auth routes that exist in its router but answer 404 with Herald's options. */
+function disabledPaths(auth: Auth): string[] {
+  // Read through the general options type: Herald's literal options object leaves these keys out.
+  const options: BetterAuthOptions = auth.options;
+  const paths = [...(options.disabledPaths ?? [])];
+  // Account deletion is not enabled, so better-auth answers 404 there.
+  if (!options.user?.deleteUser?.enabled) paths.push('/delete-user');
+  return paths;
 }
 
 /** Routes the bridge adds on top of better-auth (auth/bridge.ts): the contract's alias and POST verify-email. */

@@ -144,6 +144,8 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
       queue: [],
       errorCount: 0,
       errorWindowStart: Date.now(),
+      frameCount: 0,
+      frameWindowStart: Date.now(),
       pending: 0,
       chain: Promise.resolve(),
       corked: false,

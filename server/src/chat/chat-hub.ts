@@ -30,6 +30,9 @@ export interface ChatConnection {
   queue: Buffer[] | null;
   errorCount: number;
   errorWindowStart: number;
+  /** Inbound frames (any type) in the current frame window; see ChatLimits.FRAME_WINDOW_MS. */
+  frameCount: number;
+  frameWindowStart: number;
   /** Requests waiting for the database or store, processed one after another (per-socket ordering). */
   pending: number;
   chain: Promise<void>;

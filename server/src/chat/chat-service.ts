@@ -63,6 +63,8 @@ export interface ChatServiceDeps {
    * write, so a revocation whose bus message never arrived still stops the user at the first write.
    */
   sessionLive: (conn: ChatConnection, id: ChatIdentity) => Promise<boolean>;
+  /** Inbound frames of any type one socket may send per ChatLimits.FRAME_WINDOW_MS. */
+  frameLimit: number;
 }
 
 export interface ChatService {
@@ -245,10 +247,38 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       });
   };
 
+  /**
+   * The per-socket frame budget, spent by every frame before it is even parsed: pings, typing and invalid frames
+   * are answered or dropped cheaply, but each still costs a parse and often a reply, so none is free. Beyond it
+   * the socket is told `throttled`, and those replies count towards the abuse close (4029).
+   */
+  const overFrameBudget = (conn: ChatConnection): boolean => {
+    const now = Date.now();
+    if (now - conn.frameWindowStart >= ChatLimits.FRAME_WINDOW_MS) {
+      conn.frameWindowStart = now;
+      conn.frameCount = 0;
+    }
+    conn.frameCount++;
+    if (conn.frameCount <= deps.frameLimit) return false;
+    if (!countAbuse(conn)) {
+      hub.send(
+        conn,
+        encode({
+          type: 'throttled',
+          retryAfterMs: Math.max(1, conn.frameWindowStart + ChatLimits.FRAME_WINDOW_MS - now),
+          limit: deps.frameLimit,
+          windowMs: ChatLimits.FRAME_WINDOW_MS,
+        }),
+      );
+    }
+    return true;
+  };
+
   return {
     fail,
     publish,
     onFrame(conn, data, isBinary) {
+      if (overFrameBudget(conn)) return;
       if (isBinary)
         return fail(conn, ChatErrorCode.BINARY_NOT_SUPPORTED, 'Only text frames of JSON are accepted');
       const parsed = parseClientFrame(frameText(data));

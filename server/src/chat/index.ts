@@ -84,6 +84,7 @@ export function registerChat(app: FastifyInstance): void {
     typing,
     logger: log,
     sessionLive,
+    frameLimit: config.CHAT_FRAME_LIMIT,
   });
   let stopping = false;
   createChatGateway(app, { hub, service, history, typing, isStopping: () => stopping });

@@ -29,6 +29,8 @@ export const ChatLimits = {
   ABUSE_WINDOW_MS: 10_000,
   /** Requests of one socket waiting for the database/store; beyond this the socket is flooding. */
   MAX_PENDING_REQUESTS: 16,
+  /** Window of the per-socket frame budget (CHAT_FRAME_LIMIT frames of any type, ping included). */
+  FRAME_WINDOW_MS: 10_000,
   /** typing: true at most once per this interval per user (false only after a forwarded true). */
   TYPING_INTERVAL_MS: 1_000,
 } as const;

@@ -1,4 +1,5 @@
 // Owns the contract's error body and the mapping of every failure to it.
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 
@@ -129,3 +130,43 @@ export function frameworkErrorHandler(error: FastifyError, _request: unknown, re
   }
   return sendError(reply, 400, { code: 'INVALID_REQUEST', message: 'Malformed request URL' });
 }
+
+const CLIENT_ERRORS: Record<string, { status: number; code: string; message: string }> = {
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    status: 408,
+    code: 'REQUEST_TIMEOUT',
+    message: 'The request was not received in time',
+  },
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    code: 'HEADERS_TOO_LARGE',
+    message: 'Request headers are too large',
+  },
+};
+
+/**
+ * Errors Node's HTTP parser raises on a connection (request or headers timeout, header overflow, malformed
+ * request): answered with the contract's error body, then the connection is closed.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const mapped = (err.code && CLIENT_ERRORS[err.code]) || {
+    status: 400,
+    code: 'INVALID_REQUEST',
+    message: 'Malformed request',
+  };
+  this.log.debug({ code: err.code, status: mapped.status }, 'client error');
+  const body = JSON.stringify({ code: mapped.code, message: mapped.message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${mapped.status} ${STATUS_TEXT[mapped.status] ?? 'Bad Request'}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};

@@ -4,9 +4,36 @@ import type { LoggerOptions } from 'pino';
 
 export type Logger = FastifyBaseLogger;
 
+/**
+ * The URL as logged: no query string (verification and magic-link tokens travel there), and the token segment
+ * of `/auth/reset-password/<token>` (better-auth's link target) replaced, so access logs never hold a working link.
+ */
+export function loggableUrl(url: string): string {
+  const path = url.split('?', 1)[0] ?? '';
+  return path.replace(/^(\/auth\/reset-password\/)[^/]+/, '$1[redacted]');
+}
+
+interface SerializableRequest {
+  method?: string;
+  url?: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}
+
 export function loggerOptions(level: string, pretty: boolean): LoggerOptions {
   return {
     level,
+    serializers: {
+      // Fastify's default request fields, with the URL made safe to keep.
+      req: (req: SerializableRequest) => ({
+        method: req.method,
+        url: loggableUrl(req.url ?? ''),
+        host: req.host,
+        remoteAddress: req.ip,
+        remotePort: req.socket?.remotePort,
+      }),
+    },
     redact: {
       paths: ['req.headers.cookie', 'req.headers.authorization', 'res.headers["set-cookie"]'],
       censor: '[redacted]',

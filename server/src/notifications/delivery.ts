@@ -38,12 +38,18 @@ export function emailStrategy(deps: {
   repo: NotificationRepository;
   outbox: EmailOutbox;
   feBaseUrl: string;
+  /** The users among these whose email address is verified. */
+  verifiedAmong: (userIds: string[]) => Promise<Set<string>>;
 }): DeliveryStrategy {
   return {
     name: 'email',
     async deliver(items) {
+      const userIds = [...new Set(items.map((i) => i.userId))];
+      // An unverified address was typed by whoever signed up, not necessarily its owner: Herald never mails
+      // notification content (admin broadcasts included) there. The in-app notification is unaffected.
+      const verified = await deps.verifiedAmong(userIds);
       const targets = new Map(
-        (await deps.repo.emailTargets([...new Set(items.map((i) => i.userId))])).map((t) => [t.userId, t]),
+        (await deps.repo.emailTargets(userIds.filter((id) => verified.has(id)))).map((t) => [t.userId, t]),
       );
       const delivered = new Set<string>();
       const emails = [];

@@ -1,6 +1,8 @@
 // Registers the notifications feature: repository, unread cache, SSE hub on the bus, durable email outbox,
 // delivery strategies, retention job, routes, and `app.notifications` (the service other features call).
+import { and, eq, inArray } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
+import { user } from '../infra/schema/index.js';
 import { createDelivery, emailStrategy, pushStrategy, sseStrategy } from './delivery.js';
 import { createEmailOutbox } from './email-outbox.js';
 import { NOTIFICATION_EVENTS_TOPIC, NotificationBusMessageSchema } from './events.js';
@@ -39,7 +41,19 @@ export function registerNotifications(app: FastifyInstance): void {
   const delivery = createDelivery(
     [
       sseStrategy(realtime.presence),
-      emailStrategy({ repo, outbox, feBaseUrl: config.FE_BASE_URL }),
+      emailStrategy({
+        repo,
+        outbox,
+        feBaseUrl: config.FE_BASE_URL,
+        verifiedAmong: async (ids) => {
+          if (ids.length === 0) return new Set();
+          const rows = await database.db
+            .select({ id: user.id })
+            .from(user)
+            .where(and(inArray(user.id, ids), eq(user.emailVerified, true)));
+          return new Set(rows.map((r) => r.id));
+        },
+      }),
       pushStrategy(),
     ],
     logger,

@@ -49,11 +49,47 @@ function storableMetadataBytes(m: unknown): number | null {
   }
 }
 
+/** Nesting allowed inside metadata (objects and arrays), counting metadata itself as level 1. */
+export const METADATA_MAX_DEPTH = 10;
+
+/** True when `value` nests objects/arrays deeper than `max` levels. Iterative: any depth is safe to inspect. */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop() as [unknown, number];
+    if (current === null || typeof current !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/**
+ * The form an action URL is stored in: absolute URLs as the URL parser writes them (`new URL(u).href`: scheme and
+ * host lowercased, default port dropped, path percent-encoded), so what clients render is what was checked.
+ * Paths, and anything the rule refuses anyway (control characters, whitespace, unparsable), stay as given: the
+ * parser would silently strip or repair them and turn a refused URL into an accepted one.
+ */
+export function normaliseActionUrl(url: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: such URLs are refused, never repaired
+  if (url.startsWith('/') || /[\u0000-\u001f\u007f\s\\]/.test(url)) return url;
+  try {
+    return new URL(url).href;
+  } catch {
+    return url;
+  }
+}
+
 export const ActionSchema = z.strictObject({
   actionId: z.string().min(1).max(100),
   type: z.literal('link'),
   label: z.string().min(1).max(100),
-  url: z.string().min(1).max(2048),
+  url: z
+    .string()
+    .min(1)
+    .max(2048)
+    .transform(normaliseActionUrl)
+    .pipe(z.string().max(2048, 'URL is too long once normalised')),
   variant: z.enum(['default', 'destructive', 'outline', 'secondary', 'ghost', 'link']).optional(),
   openInNewTab: z.boolean().optional(),
 });
@@ -65,6 +101,11 @@ export const MetadataSchema = z
     priority: z.enum(['low', 'normal', 'high', 'urgent']).optional(),
     expiresAt: z.iso.datetime({ offset: true }).optional(),
     data: z.record(z.string(), z.unknown()).optional(),
+  })
+  // Before the size check: deep nesting costs every recursive consumer (serialisers, canonicalisation) stack.
+  .refine((m) => !nestsDeeperThan(m, METADATA_MAX_DEPTH), {
+    message: `metadata must not nest deeper than ${METADATA_MAX_DEPTH} levels`,
+    abort: true,
   })
   .refine(
     (m) => {

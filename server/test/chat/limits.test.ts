@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { createVerifiedUser, type TestUser } from '../helpers/users.js';
+import { createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
 import { type ChatClient, openChat, refusedStatus } from './ws-client.js';
 
 describe('chat limits and liveness', () => {
@@ -170,9 +170,21 @@ describe('chat limits and liveness', () => {
 
   describe('slow consumers', () => {
     it('closes a socket that stops reading instead of buffering without bound', async () => {
-      const app = await listen({ CHAT_THROTTLE_LIMIT: '100000', CHAT_SEND_BUFFER_LIMIT_BYTES: '16384' });
-      // A long display name makes every broadcast ~8 KiB, so the kernel buffers fill after a few hundred.
-      const loud = await createVerifiedUser(app, env.smtp, { name: 'N'.repeat(8_000) });
+      const app = await listen({
+        CHAT_THROTTLE_LIMIT: '100000',
+        CHAT_FRAME_LIMIT: '100000',
+        CHAT_SEND_BUFFER_LIMIT_BYTES: '16384',
+      });
+      // The longest name and avatar URL allowed make every broadcast ~2.5 KiB, so the kernel buffers fill
+      // after a few thousand.
+      const loud = await createVerifiedUser(app, env.smtp, { name: 'N'.repeat(64) });
+      const avatar = await app.inject({
+        method: 'POST',
+        url: '/auth/update-user',
+        headers: jsonHeaders(loud.cookie),
+        payload: { image: `https://img.example/${'i'.repeat(2_000)}` },
+      });
+      expect(avatar.statusCode, avatar.body).toBe(200);
       // Several sockets of one user: requests of one socket are processed in order, sockets in parallel.
       const senders = await Promise.all([1, 2, 3, 4].map(() => open(app, loud.cookie)));
       const slow = await open(app);
@@ -182,7 +194,7 @@ describe('chat limits and liveness', () => {
       const closed = () => app.ctx.realtime.presence.localChatConnections() < senders.length + 1;
       let sent = 0;
       // Broadcast until the server gives up on the paused reader (kernel buffers fill first).
-      while (!closed() && sent < 5_000) {
+      while (!closed() && sent < 40_000) {
         await Promise.all(
           senders.map((sender) => {
             let last = '';

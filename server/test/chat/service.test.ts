@@ -36,6 +36,8 @@ function setup() {
     queue: null,
     errorCount: 0,
     errorWindowStart: Date.now(),
+    frameCount: 0,
+    frameWindowStart: Date.now(),
     pending: 0,
     chain: Promise.resolve(),
     corked: false,
@@ -92,6 +94,7 @@ function setup() {
     logger,
     // Revocation re-checks are covered by the real-process tests (test/chat/revocation.test.ts).
     sessionLive: async () => true,
+    frameLimit: 200,
   });
   const frame = (f: unknown) => service.onFrame(conn, Buffer.from(JSON.stringify(f)), false);
   return { ws, conn, inserted, gates, published, sent, frame };

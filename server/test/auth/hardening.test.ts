@@ -1,0 +1,316 @@
+// Issue 9 on /auth: profile text and image rules on every path that writes them, the role vocabulary and the
+// last administrator, hashed one-time tokens in the store, token-free access logs, warn-level logging of
+// refused origins, the request URL handed to better-auth, and contract error bodies for 429 and disabled routes.
+
+import type { AddressInfo } from 'node:net';
+import net from 'node:net';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../src/app.js';
+import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { TEST_REDIS_URL } from '../helpers/env.js';
+import { tokenFrom } from '../helpers/smtp.js';
+import { createAdmin, createVerifiedUser, jsonHeaders, uniqueEmail } from '../helpers/users.js';
+
+const post = (app: App, url: string, payload: unknown, cookie?: string) =>
+  app.inject({ method: 'POST', url, headers: jsonHeaders(cookie), payload: payload as object });
+
+describe('profile text and image', () => {
+  let env: TestEnv;
+  let app: App;
+  beforeAll(async () => {
+    env = await createTestEnv();
+    app = await env.app();
+  });
+  afterAll(() => env.close());
+
+  const signUp = (name: unknown, extra: object = {}) =>
+    post(app, '/auth/sign-up/email', {
+      email: uniqueEmail(),
+      password: 'correct horse battery',
+      name,
+      ...extra,
+    });
+
+  it.each([
+    ['empty after trim', '   '],
+    ['longer than 64 characters', 'x'.repeat(65)],
+    ['a newline', 'Ann\nVisit http://spam.example'],
+    ['a control character', 'Ann\u0007'],
+    ['a line separator', 'Ann\u2028Bob'],
+  ])('sign-up refuses a name that is %s (400 INVALID_NAME)', async (_, name) => {
+    const res = await signUp(name);
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'INVALID_NAME', message: expect.any(String) });
+  });
+
+  it('sign-up trims the name and accepts 64 characters (emoji count as one)', async () => {
+    const res = await signUp(`  ${'😀'.repeat(64)}  `);
+    expect(res.statusCode, res.body).toBe(200);
+    expect((res.json() as { user: { name: string } }).user.name).toBe('😀'.repeat(64));
+  });
+
+  it.each([
+    ['javascript:', 'javascript:alert(1)'],
+    ['http', 'http://img.example/a.png'],
+    ['too long', `https://img.example/${'a'.repeat(2050)}`],
+    ['not a URL', 'not a url'],
+  ])('sign-up refuses an image that is %s (400 INVALID_IMAGE)', async (_, image) => {
+    const res = await signUp('Ann', { image });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'INVALID_IMAGE' });
+  });
+
+  it('update-user refuses a multi-line name and an http image, accepts an https image', async () => {
+    const u = await createVerifiedUser(app, env.smtp);
+    const badName = await post(app, '/auth/update-user', { name: 'a\nb' }, u.cookie);
+    expect(badName.statusCode).toBe(400);
+    expect(badName.json()).toMatchObject({ code: 'INVALID_NAME' });
+    const badImage = await post(app, '/auth/update-user', { image: 'http://x.example/a.png' }, u.cookie);
+    expect(badImage.statusCode).toBe(400);
+    expect(badImage.json()).toMatchObject({ code: 'INVALID_IMAGE' });
+    const ok = await post(app, '/auth/update-user', { image: 'https://x.example/a.png' }, u.cookie);
+    expect(ok.statusCode, ok.body).toBe(200);
+  });
+
+  it('admin create-user and update-user apply the same rules', async () => {
+    const admin = await createAdmin(app, env.smtp);
+    const created = await post(
+      app,
+      '/auth/admin/create-user',
+      { email: uniqueEmail(), password: 'correct horse battery', name: 'x'.repeat(65) },
+      admin.cookie,
+    );
+    expect(created.statusCode).toBe(400);
+    expect(created.json()).toMatchObject({ code: 'INVALID_NAME' });
+    const u = await createVerifiedUser(app, env.smtp);
+    const updated = await post(
+      app,
+      '/auth/admin/update-user',
+      { userId: u.id, data: { image: 'javascript:alert(1)' } },
+      admin.cookie,
+    );
+    expect(updated.statusCode).toBe(400);
+    expect(updated.json()).toMatchObject({ code: 'INVALID_IMAGE' });
+  });
+
+  it('a magic-link sign-up with a multi-line name is refused before any email is sent', async () => {
+    const email = uniqueEmail('ml');
+    const res = await post(app, '/auth/sign-in/magic-link', { email, name: 'a\nb' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'INVALID_NAME' });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(env.smtp.messages.some((m) => m.to.includes(email))).toBe(false);
+  });
+});
+
+describe('roles and the last administrator', () => {
+  let env: TestEnv;
+  let app: App;
+  beforeAll(async () => {
+    env = await createTestEnv();
+    app = await env.app();
+  });
+  afterAll(() => env.close());
+
+  it.each([['admin,user'], [['admin', 'user']], ['superuser'], ['']])(
+    'set-role refuses %j (400 INVALID_ROLE)',
+    async (role) => {
+      const admin = await createAdmin(app, env.smtp);
+      const u = await createVerifiedUser(app, env.smtp);
+      const res = await post(app, '/auth/admin/set-role', { userId: u.id, role }, admin.cookie);
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json()).toMatchObject({ code: 'INVALID_ROLE' });
+    },
+  );
+
+  it('admin create-user refuses a combined role', async () => {
+    const admin = await createAdmin(app, env.smtp);
+    const res = await post(
+      app,
+      '/auth/admin/create-user',
+      { email: uniqueEmail(), password: 'correct horse battery', name: 'Combo', role: 'admin,user' },
+      admin.cookie,
+    );
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'INVALID_ROLE' });
+  });
+
+  it('refuses to demote or ban the last active administrator (400 LAST_ADMIN)', async () => {
+    // Fresh deployment: no admin yet in this one.
+    const lonely = await createTestEnv();
+    try {
+      const solo = await lonely.app();
+      const a = await createAdmin(solo, lonely.smtp);
+      const b = await createAdmin(solo, lonely.smtp);
+      // Two admins: one may demote the other.
+      const demote = await post(solo, '/auth/admin/set-role', { userId: b.id, role: 'user' }, a.cookie);
+      expect(demote.statusCode, demote.body).toBe(200);
+      // Now `a` is the last one.
+      const self = await post(solo, '/auth/admin/set-role', { userId: a.id, role: 'user' }, a.cookie);
+      expect(self.statusCode).toBe(400);
+      expect(self.json()).toMatchObject({ code: 'LAST_ADMIN' });
+      const viaUpdate = await post(
+        solo,
+        '/auth/admin/update-user',
+        { userId: a.id, data: { role: 'user' } },
+        a.cookie,
+      );
+      expect(viaUpdate.statusCode).toBe(400);
+      expect(viaUpdate.json()).toMatchObject({ code: 'LAST_ADMIN' });
+      // A second admin who is banned does not count: banning them leaves `a` last, and `a` stays protected.
+      const promote = await post(solo, '/auth/admin/set-role', { userId: b.id, role: 'admin' }, a.cookie);
+      expect(promote.statusCode).toBe(200);
+      const ban = await post(solo, '/auth/admin/ban-user', { userId: b.id }, a.cookie);
+      expect(ban.statusCode, ban.body).toBe(200);
+      const again = await post(solo, '/auth/admin/set-role', { userId: a.id, role: 'user' }, a.cookie);
+      expect(again.json()).toMatchObject({ code: 'LAST_ADMIN' });
+      const remove = await post(solo, '/auth/admin/remove-user', { userId: a.id }, a.cookie);
+      expect(remove.statusCode).toBeGreaterThanOrEqual(400);
+    } finally {
+      await lonely.close();
+    }
+  });
+});
+
+describe('one-time tokens and logs', () => {
+  let env: TestEnv;
+  let app: App;
+  let redis: Redis;
+  const lines: string[] = [];
+  beforeAll(async () => {
+    env = await createTestEnv();
+    // development: Fastify's access log (incoming request / request completed) is on, as in production.
+    app = await env.app(
+      { NODE_ENV: 'development', LOG_LEVEL: 'info' },
+      { logStream: { write: (line: string) => void lines.push(line) } },
+    );
+    redis = new Redis(TEST_REDIS_URL);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await env.close();
+  });
+
+  const storeKeys = async () => redis.keys(`${env.prefix}auth:verification:*`);
+
+  it('stores the password-reset token hashed, and the link still works', async () => {
+    const u = await createVerifiedUser(app, env.smtp);
+    const res = await post(app, '/auth/request-password-reset', { email: u.email });
+    expect(res.statusCode).toBe(200);
+    const mail = await env.smtp.waitFor((m) => m.to.includes(u.email) && /reset/i.test(m.subject));
+    const token = tokenFrom(mail, 'reset-password');
+    const keys = await storeKeys();
+    expect(keys.length).toBeGreaterThan(0);
+    expect(keys.some((k) => k.includes(token))).toBe(false);
+    const reset = await post(app, '/auth/reset-password', { token, newPassword: 'another long password' });
+    expect(reset.statusCode, reset.body).toBe(200);
+  });
+
+  it('stores the magic-link token hashed, and the link still works', async () => {
+    const u = await createVerifiedUser(app, env.smtp);
+    const res = await post(app, '/auth/sign-in/magic-link', { email: u.email });
+    expect(res.statusCode, res.body).toBe(200);
+    const mail = await env.smtp.waitFor((m) => m.to.includes(u.email) && /sign-in link/i.test(m.subject));
+    const token = tokenFrom(mail, 'magic-link');
+    expect((await storeKeys()).some((k) => k.includes(token))).toBe(false);
+    const verify = await app.inject({ url: `/auth/magic-link/verify?token=${encodeURIComponent(token)}` });
+    expect(verify.statusCode).toBeLessThan(400);
+    expect(String(verify.headers['set-cookie'] ?? '')).toContain('session_token');
+  });
+
+  it('access logs carry no token from a query string or a reset-password path', async () => {
+    const secret = `tok${'Z'.repeat(24)}`;
+    lines.length = 0;
+    await app.inject({ url: `/auth/verify-email?token=${secret}a` });
+    await app.inject({ url: `/auth/magic-link/verify?token=${secret}b` });
+    await app.inject({ url: `/auth/reset-password/${secret}c?callbackURL=%2Freset` });
+    await new Promise((r) => setTimeout(r, 100));
+    const text = lines.join('');
+    expect(text).toContain('incoming request');
+    expect(text).toContain('/auth/reset-password/[redacted]');
+    expect(text).not.toContain(secret);
+  });
+
+  it('logs a refused callback URL at warn level, not error', async () => {
+    const u = await createVerifiedUser(app, env.smtp);
+    lines.length = 0;
+    const res = await post(app, '/auth/sign-in/email', {
+      email: u.email,
+      password: u.password,
+      callbackURL: 'https://evil.example/steal',
+    });
+    expect(res.statusCode).toBe(403);
+    await new Promise((r) => setTimeout(r, 100));
+    const entries = lines.map((l) => JSON.parse(l) as { level: number; msg: string });
+    const refusal = entries.filter((e) => e.msg.includes('Invalid callbackURL'));
+    expect(refusal.length).toBeGreaterThan(0);
+    expect(refusal.every((e) => e.level === 40)).toBe(true);
+    expect(entries.some((e) => e.level >= 50)).toBe(false);
+  });
+
+  it('hands better-auth a URL built from the path only (absolute-form request target)', async () => {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const seen: string[] = [];
+    const auth = app.ctx.auth;
+    const original = auth.handler;
+    auth.handler = async (request: Request) => {
+      seen.push(request.url);
+      return original(request);
+    };
+    try {
+      const port = (app.server.address() as AddressInfo).port;
+      const response = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect({ port, host: '127.0.0.1' }, () => {
+          socket.write(
+            'GET http://evil.example/auth/get-session HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n',
+          );
+        });
+        let data = '';
+        socket.on('data', (c) => {
+          data += c.toString('utf8');
+        });
+        socket.on('end', () => resolve(data));
+        socket.on('error', reject);
+      });
+      expect(response).toMatch(/^HTTP\/1\.1 \d{3}/);
+      expect(seen.length).toBeGreaterThan(0);
+      for (const url of seen) expect(new URL(url).origin).toBe(app.ctx.config.API_BASE_URL);
+    } finally {
+      auth.handler = original;
+    }
+  });
+});
+
+describe("better-auth's own error bodies", () => {
+  let env: TestEnv;
+  let app: App;
+  beforeAll(async () => {
+    env = await createTestEnv({ AUTH_RATE_LIMIT_MAX: '2' });
+    app = await env.app();
+  });
+  afterAll(() => env.close());
+
+  it('a disabled route (delete-user) answers 404 NOT_FOUND in the contract body and is not documented', async () => {
+    const u = await createVerifiedUser(app, env.smtp);
+    const res = await post(app, '/auth/delete-user', {}, u.cookie);
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toMatchObject({ code: 'NOT_FOUND', message: expect.any(String) });
+    const unknown = await app.inject({ url: '/auth/no-such-route' });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json()).toMatchObject({ code: 'NOT_FOUND' });
+    const doc = (await app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/auth/delete-user'))).toEqual([]);
+    expect(doc.paths['/auth/sign-in/email']).toBeDefined();
+  });
+
+  it('429 carries code RATE_LIMITED and Retry-After', async () => {
+    let last = await post(app, '/auth/sign-in/email', { email: uniqueEmail(), password: 'wrong password' });
+    for (let i = 0; i < 3; i++) {
+      last = await post(app, '/auth/sign-in/email', { email: uniqueEmail(), password: 'wrong password' });
+    }
+    expect(last.statusCode).toBe(429);
+    expect(last.json()).toMatchObject({ code: 'RATE_LIMITED', message: expect.any(String) });
+    expect(Number(last.headers['retry-after'])).toBeGreaterThan(0);
+  });
+});
