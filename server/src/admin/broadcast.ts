@@ -1,6 +1,7 @@
 // Owns the administrator broadcast (CONTRACT §5): resolves targets (ids or case-insensitive emails, or every
 // user by keyset walk), skips banned users, and hands eligible users to the notification service in batches
 // (one multi-row insert, one bus message, one delivery pass per batch).
+import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { type Db, rowsOf } from '../infra/db.js';
@@ -61,15 +62,26 @@ interface UserRow {
 // A ban with an expiry in the past no longer applies.
 const IS_BANNED = sql.raw(`(coalesce(banned, false) and (ban_expires is null or ban_expires > now()))`);
 
+/** The notifications' source key for an idempotent broadcast: stable for one idempotency scope and key. */
+export function broadcastSourceKey(claimKey: string): string {
+  return `admin.broadcast:${createHash('sha256').update(claimKey).digest('hex')}`;
+}
+
+/**
+ * With `sourceKey` (an idempotent send) every user gets at most one notification for that key, so a send
+ * resumed after a crash reaches only the users the crashed run missed, and its counts include the ones it had
+ * reached: the result equals a crash-free run's.
+ */
 export async function broadcast(
   deps: { db: Db; service: NotificationService; batchSize: number },
   body: BroadcastBody,
+  sourceKey?: string,
 ): Promise<BroadcastResult> {
   const { db, service, batchSize } = deps;
   const { deliveryOptions, ...content } = body.notification;
   // Validates action URLs once, up front, before anything is written.
   const input = service.validate(content);
-  const options = { strategies: deliveryOptions?.strategies };
+  const options = { strategies: deliveryOptions?.strategies, sourceKey };
   const failures: BroadcastResult['failures'] = [];
   let targetCount = 0;
   let createdCount = 0;
@@ -77,7 +89,8 @@ export async function broadcast(
 
   const send = async (userIds: string[], idToIdentifier?: Map<string, string>) => {
     const r = await service.createBatchValidated(userIds, input, options);
-    createdCount += r.created.length;
+    // `existing`: users an interrupted earlier run with the same source key already reached.
+    createdCount += r.created.length + r.existing.length;
     for (const id of r.missingUserIds) {
       // Deleted between resolution and insert.
       failures.push({ identifier: idToIdentifier?.get(id) ?? id, reason: 'NOT_FOUND' });

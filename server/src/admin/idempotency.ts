@@ -1,12 +1,13 @@
 // Owns Idempotency-Key handling for admin writes, stored in PostgreSQL so it holds across instances and
 // restarts: the first request with a key claims it (insert … on conflict do nothing), later ones with the same
-// body get the stored result, a different body is a 409, and a claim abandoned by a crashed instance expires.
+// body get the stored result, a different body is a 409. A claim records its owner instance and a heartbeat the
+// owner refreshes while the work runs; once the heartbeat is older than the instance-liveness bound the owner
+// is presumed crashed and a retry takes the claim over and runs the work again (which must therefore be
+// resumable: the broadcast is, through its per-user source key).
 import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { AppError } from '../http/errors.js';
 import { type Db, rowsOf } from '../infra/db.js';
-
-const STALE_CLAIM_MS = 10 * 60 * 1000;
 
 type Part = { value: unknown } | { text: string };
 
@@ -55,20 +56,41 @@ export function requestHash(body: unknown): string {
   return createHash('sha256').update(canonical(body)).digest('hex');
 }
 
+export interface ClaimOptions {
+  /** This process's instance id, recorded as the claim's owner. */
+  instanceId: string;
+  /** How often the owner refreshes the claim's heartbeat while the work runs. */
+  heartbeatMs: number;
+  /** A claim whose heartbeat is older than this belongs to a dead owner and may be taken over. */
+  staleMs: number;
+}
+
+export interface ClaimedRun {
+  /** `scope:key`, stable across retries: the work derives its resumable identity from it. */
+  claimKey: string;
+}
+
 export async function withIdempotency<T extends Record<string, unknown>>(
   db: Db,
   params: { scope: string; key: string; body: unknown },
-  run: () => Promise<T>,
+  claim: ClaimOptions,
+  run: (ctx: ClaimedRun) => Promise<T>,
 ): Promise<T> {
   const key = `${params.scope}:${params.key}`;
   const hash = requestHash(params.body);
+  // Staleness is judged on the database clock (heartbeats are written with now() too), so instance clock skew
+  // cannot make a live claim look dead. Rows from before the heartbeat column fall back to created_at.
   const claimed = rowsOf<{ key: string }>(
     await db.execute(
-      sql`insert into idempotency_key (key, scope, request_hash) values (${key}, ${params.scope}, ${hash})
-          on conflict (key) do update set created_at = now(), request_hash = excluded.request_hash
+      sql`insert into idempotency_key (key, scope, request_hash, owner_instance, heartbeat_at)
+          values (${key}, ${params.scope}, ${hash}, ${claim.instanceId}, now())
+          on conflict (key) do update
+            set created_at = now(), request_hash = excluded.request_hash,
+                owner_instance = excluded.owner_instance, heartbeat_at = now()
             where idempotency_key.response is null
               and idempotency_key.request_hash = excluded.request_hash
-              and idempotency_key.created_at < now() - ${`${STALE_CLAIM_MS} milliseconds`}::interval
+              and coalesce(idempotency_key.heartbeat_at, idempotency_key.created_at)
+                    < now() - ${`${claim.staleMs} milliseconds`}::interval
           returning key`,
     ),
   );
@@ -97,16 +119,28 @@ export async function withIdempotency<T extends Record<string, unknown>>(
     }
     return row.response;
   }
+  // Only the current owner touches the row: after a takeover (this instance was presumed dead, e.g. a long
+  // database stall) the new owner's claim stands, and both runs converge on the same per-user rows anyway.
+  const mine = sql`key = ${key} and response is null and owner_instance = ${claim.instanceId}`;
+  const heartbeat = setInterval(() => {
+    db.execute(sql`update idempotency_key set heartbeat_at = now() where ${mine}`).catch(() => {
+      // A missed beat only brings a takeover closer; the next beat tries again.
+    });
+  }, claim.heartbeatMs);
+  heartbeat.unref();
   let result: T;
   try {
-    result = await run();
+    result = await run({ claimKey: key });
   } catch (err) {
-    // Nothing (or only part) was done: release the key so the client's retry runs again.
-    await db.execute(sql`delete from idempotency_key where key = ${key} and response is null`);
+    clearInterval(heartbeat);
+    // Nothing (or only part) was done: release the key so the client's retry runs again (and resumes).
+    await db.execute(sql`delete from idempotency_key where ${mine}`);
     throw err;
   }
+  clearInterval(heartbeat);
   await db.execute(
-    sql`update idempotency_key set response = ${JSON.stringify(result)}::jsonb where key = ${key}`,
+    sql`update idempotency_key set response = ${JSON.stringify(result)}::jsonb, heartbeat_at = now()
+        where key = ${key} and response is null`,
   );
   return result;
 }

@@ -4,11 +4,19 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authOf, requireAdmin } from '../auth/guard.js';
 import { ErrorSchema } from '../notifications/routes.js';
-import { BroadcastBodySchema, BroadcastResultSchema, broadcast } from './broadcast.js';
+import { BroadcastBodySchema, BroadcastResultSchema, broadcast, broadcastSourceKey } from './broadcast.js';
 import { withIdempotency } from './idempotency.js';
 
 export function registerAdmin(app: FastifyInstance): void {
   const { database, config, sessions } = app.ctx;
+  // A claim lives as long as its instance: refreshed at the registry's heartbeat pace and presumed abandoned
+  // after the same silence that declares an instance dead (CONTRACT §7), not after a flat timer. At least three
+  // beats, so a misconfigured DEAD_INSTANCE_MS cannot hand a live owner's claim to a retry.
+  const claim = {
+    instanceId: config.INSTANCE_ID,
+    heartbeatMs: config.HEARTBEAT_INTERVAL_MS,
+    staleMs: Math.max(config.DEAD_INSTANCE_MS, 3 * config.HEARTBEAT_INTERVAL_MS),
+  };
   app.withTypeProvider<ZodTypeProvider>().post(
     '/admin/notifications/send',
     {
@@ -20,7 +28,7 @@ export function registerAdmin(app: FastifyInstance): void {
         security: [{ session: [] }],
         summary: 'Send a notification to one user, several users, or everyone',
         description:
-          'Identifiers are user ids or emails (case-insensitive). Banned users are skipped and counted; identifiers matching nobody are listed in `failures` with reason NOT_FOUND. Processed in batches of BROADCAST_BATCH_SIZE. With an `Idempotency-Key` header, a retry with the same body returns the first result without sending again; the same key with a different body is a 409.',
+          'Identifiers are user ids or emails (case-insensitive). Banned users are skipped and counted; identifiers matching nobody are listed in `failures` with reason NOT_FOUND. Processed in batches of BROADCAST_BATCH_SIZE. With an `Idempotency-Key` header, a retry with the same body returns the first result without sending again (409 IDEMPOTENCY_IN_PROGRESS while the first is still running; a send interrupted by a crash is resumed by the retry, each user notified once); the same key with a different body is a 409.',
         headers: z.object({ 'idempotency-key': z.string().min(1).max(200).optional() }),
         body: BroadcastBodySchema.meta({
           example: {
@@ -53,7 +61,8 @@ export function registerAdmin(app: FastifyInstance): void {
       return withIdempotency(
         database.db,
         { scope: `admin.notifications.send:${authOf(request).user.id}`, key, body: request.body },
-        () => broadcast(deps, request.body),
+        claim,
+        ({ claimKey }) => broadcast(deps, request.body, broadcastSourceKey(claimKey)),
       );
     },
   );

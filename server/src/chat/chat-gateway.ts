@@ -89,7 +89,8 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([
-        realtime.presence.chatCounts(),
+        // The last refreshed counts, not a recount: a connect must not cost a walk over every member.
+        realtime.presence.lastChatCounts(),
         new Promise<null>((resolve) => {
           timer = setTimeout(() => resolve(null), PRESENCE_TIMEOUT_MS);
         }),

@@ -97,7 +97,7 @@ export function createRealtime({ config, store, logger, lifecycle }: RealtimeDep
         isAvailable: available,
         resyncPresence: () => presence.resync(),
         presenceDirty: () => presence.isDirty(),
-        onInstancesRemoved: () => presence.scheduleRefresh(),
+        onInstancesRemoved: () => presence.instancesRemoved(),
       })
     : undefined;
 

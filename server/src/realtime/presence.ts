@@ -2,8 +2,9 @@
 // connection, members and admins as distinct users). Each instance keeps its share in the store under its own
 // keys (sets of user ids, a guest counter) with the registry's lifetime; cluster-wide answers are computed over
 // live instances in one Lua call. Chat count changes are published on the bus at most every
-// PRESENCE_DEBOUNCE_MS and every instance recomputes. While degraded, everything answers from local state and
-// the store is resynchronised in full on recovery.
+// PRESENCE_DEBOUNCE_MS and every instance recomputes; a chat connect is greeted with the last recomputed counts
+// (that recount walks every instance's sets, too costly to pay per connect). While degraded, everything answers
+// from local state and the store is resynchronised in full on recovery.
 import type { Redis } from 'ioredis';
 import type { Logger } from '../infra/logger.js';
 import type { Bus } from './bus.js';
@@ -17,8 +18,13 @@ export interface PresenceCore extends Presence {
   resync(): Promise<void>;
   /** Recomputes cluster counts now and tells handlers if they changed. */
   refresh(): Promise<void>;
-  /** Schedules a debounced recount (another instance changed, or dead instances were removed). */
+  /** Schedules a debounced recount (another instance changed). */
   scheduleRefresh(): void;
+  /**
+   * Dead instances were removed: every instance recounts, not only the one that noticed, since connects are
+   * greeted from each instance's last counts and would otherwise keep the dead one's users until the next change.
+   */
+  instancesRemoved(): void;
   /** A store write failed since the last resync. */
   isDirty(): boolean;
   /** Deletes this instance's presence from the store (shutdown) and stops writing. */
@@ -96,6 +102,8 @@ export function createPresence(o: PresenceOptions): PresenceCore {
   let guests = 0;
   const handlers = new Set<(counts: PresenceCounts) => void>();
   let last: PresenceCounts | undefined;
+  /** The first recount, shared by connects arriving before any refresh has run (right after start). */
+  let firstCount: Promise<void> | undefined;
   let flushTimer: NodeJS.Timeout | undefined;
   let refreshTimer: NodeJS.Timeout | undefined;
   let closed = false;
@@ -280,6 +288,15 @@ export function createPresence(o: PresenceOptions): PresenceCore {
         return localCounts();
       }
     },
+    async lastChatCounts() {
+      if (!remote() || !redis) return localCounts();
+      if (last) return last;
+      firstCount ??= refresh().finally(() => {
+        firstCount = undefined;
+      });
+      await firstCount;
+      return last ?? localCounts();
+    },
     onChatCounts(handler) {
       handlers.add(handler);
       return () => handlers.delete(handler);
@@ -304,6 +321,14 @@ export function createPresence(o: PresenceOptions): PresenceCore {
     },
     refresh,
     scheduleRefresh,
+    instancesRemoved() {
+      if (!remote()) {
+        scheduleRefresh();
+        return;
+      }
+      // Local delivery schedules our own recount too; if the publish fails, at least this instance recounts.
+      o.bus.publish(PRESENCE_TOPIC, { instanceId }).catch(() => scheduleRefresh());
+    },
     isDirty: () => dirty,
     async remove() {
       closed = true;

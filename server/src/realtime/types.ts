@@ -26,8 +26,14 @@ export interface Presence {
   /** Chat connection accounting: guests counted per connection, members/admins as distinct users. */
   chatJoin(connectionId: string, role: ChatRole, userId: string | null): void;
   chatLeave(connectionId: string): void;
-  /** Current cluster-wide chat counts. */
+  /** Current cluster-wide chat counts, computed now over every live instance's sets (cost grows with users). */
   chatCounts(): Promise<PresenceCounts>;
+  /**
+   * The cluster-wide counts last computed by the debounced refresh (what clients were last sent), for the
+   * per-connect greeting: O(1), no store round trip once the first refresh has run. The refresh that follows
+   * a join broadcasts the updated counts, so a greeted client converges like everyone else.
+   */
+  lastChatCounts(): Promise<PresenceCounts>;
   /** Called (debounced, at most every PRESENCE_DEBOUNCE_MS) when cluster-wide chat counts change. */
   onChatCounts(handler: (counts: PresenceCounts) => void): () => void;
   /** Number of local chat connections (for /metrics and the registry). */
