@@ -22,8 +22,9 @@ import { frameworkErrorHandler, installErrorHandling } from './http/errors.js';
 import { installNulGuard } from './http/nul-guard.js';
 import { createStore, type Store } from './infra/cache.js';
 import { createDatabase, type Database } from './infra/db.js';
-import { type Logger, loggerOptions } from './infra/logger.js';
-import { createMailer, type Mailer } from './infra/mailer.js';
+import { createEmailOutbox, type EmailOutbox } from './infra/email-outbox.js';
+import { canPrettyPrint, type Logger, loggerOptions } from './infra/logger.js';
+import { checkSmtp, createMailer, type Mailer } from './infra/mailer.js';
 import { registerNotifications } from './notifications/index.js';
 import { registerHealth } from './ops/health.js';
 import { createLifecycle, type Lifecycle } from './ops/lifecycle.js';
@@ -37,6 +38,8 @@ export interface AppContext {
   database: Database;
   store: Store;
   mailer: Mailer;
+  /** The durable email queue every feature sends through. */
+  outbox: EmailOutbox;
   realtime: Realtime;
   auth: Auth;
   sessions: SessionResolver;
@@ -75,12 +78,22 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installErrorHandling(app);
   installNulGuard(app);
   const logger = app.log;
+  if (options.prettyLogs && !canPrettyPrint()) {
+    logger.info('pino-pretty is not installed (production install?): logging JSON');
+  }
+  for (const warning of config.warnings) logger.warn(warning);
 
   // infra
   const database =
     options.overrides?.database ??
-    createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
-  await database.migrate();
+    createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, logger });
+  try {
+    await database.migrate();
+  } catch (err) {
+    // Otherwise the embedded database's lock file would stay held by a process that failed to start.
+    if (!options.overrides?.database) await database.close().catch(() => {});
+    throw err;
+  }
   const store =
     options.overrides?.store ??
     createStore({
@@ -100,11 +113,26 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       port: config.SMTP_PORT,
       secure: config.SMTP_SECURE,
       user: config.SMTP_USER,
-      pass: config.SMTP_PASS,
+      pass: config.SMTP_PASSWORD,
       from: config.SMTP_FROM,
       isProduction: config.isProduction,
       logger,
     });
+  // Not awaited: a slow or unreachable SMTP server must not delay readiness; the result is only logged.
+  void checkSmtp(
+    mailer,
+    logger,
+    { host: config.SMTP_HOST, port: config.SMTP_PORT },
+    config.SMTP_VERIFY_TIMEOUT_MS,
+  );
+  const outbox = createEmailOutbox({
+    db: database.db,
+    mailer,
+    logger: logger.child({ component: 'email-outbox' }),
+    pollMs: config.EMAIL_QUEUE_POLL_MS,
+    maxAttempts: config.EMAIL_MAX_ATTEMPTS,
+    retryBaseMs: config.EMAIL_RETRY_BASE_MS,
+  });
   const lifecycle = createLifecycle({
     logger,
     timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
@@ -123,10 +151,21 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   // auth
-  const auth = createAuth({ config, db: database.db, store, mailer, logger, realtime });
+  const auth = createAuth({ config, db: database.db, store, outbox, logger, realtime });
   const sessions = createSessionResolver(auth, { store, db: database.db, logger });
 
-  app.decorate('ctx', { config, logger, database, store, mailer, realtime, auth, sessions, lifecycle });
+  app.decorate('ctx', {
+    config,
+    logger,
+    database,
+    store,
+    mailer,
+    outbox,
+    realtime,
+    auth,
+    sessions,
+    lifecycle,
+  });
   app.decorateRequest('auth', null);
 
   await app.register(helmet, {
@@ -180,6 +219,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerHealth(app);
   registerMetrics(app);
 
+  outbox.start();
+  // Stopped with the other workers, before the pools it writes through close.
+  lifecycle.onShutdown('close-connections', 'email-outbox', () => outbox.stop());
   lifecycle.onShutdown('close-pools', 'mailer', () => mailer.close());
   lifecycle.onShutdown('close-pools', 'store', () => store.close());
   lifecycle.onShutdown('close-pools', 'database', () => database.close());
