@@ -26,8 +26,9 @@ import { installNulGuard } from './http/nul-guard.js';
 import { installRequestGuards } from './http/request-guards.js';
 import { createStore, type Store } from './infra/cache.js';
 import { createDatabase, type Database } from './infra/db.js';
-import { type Logger, loggerOptions } from './infra/logger.js';
-import { createMailer, type Mailer } from './infra/mailer.js';
+import { createEmailOutbox, type EmailOutbox } from './infra/email-outbox.js';
+import { canPrettyPrint, type Logger, loggerOptions } from './infra/logger.js';
+import { checkSmtp, createMailer, type Mailer } from './infra/mailer.js';
 import { registerNotifications } from './notifications/index.js';
 import { registerHealth } from './ops/health.js';
 import { createLifecycle, type Lifecycle } from './ops/lifecycle.js';
@@ -41,6 +42,8 @@ export interface AppContext {
   database: Database;
   store: Store;
   mailer: Mailer;
+  /** The durable email queue every feature sends through. */
+  outbox: EmailOutbox;
   realtime: Realtime;
   auth: Auth;
   sessions: SessionResolver;
@@ -115,6 +118,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   const logger = app.log;
   installConnectionLimits(app.server, { maxPerIp: config.HTTP_MAX_CONNECTIONS_PER_IP, logger });
+  if (options.prettyLogs && !canPrettyPrint()) {
+    logger.info('pino-pretty is not installed (production install?): logging JSON');
+  }
+  for (const warning of config.warnings) logger.warn(warning);
 
   // infra
   const database =
@@ -123,8 +130,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       databaseUrl: config.DATABASE_URL,
       dataDir: config.DATA_DIR,
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+      logger,
     });
-  await database.migrate();
+  try {
+    await database.migrate();
+  } catch (err) {
+    // Otherwise the embedded database's lock file would stay held by a process that failed to start.
+    if (!options.overrides?.database) await database.close().catch(() => {});
+    throw err;
+  }
   const store =
     options.overrides?.store ??
     createStore({
@@ -145,11 +159,26 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       port: config.SMTP_PORT,
       secure: config.SMTP_SECURE,
       user: config.SMTP_USER,
-      pass: config.SMTP_PASS,
+      pass: config.SMTP_PASSWORD,
       from: config.SMTP_FROM,
       isProduction: config.isProduction,
       logger,
     });
+  // Not awaited: a slow or unreachable SMTP server must not delay readiness; the result is only logged.
+  void checkSmtp(
+    mailer,
+    logger,
+    { host: config.SMTP_HOST, port: config.SMTP_PORT },
+    config.SMTP_VERIFY_TIMEOUT_MS,
+  );
+  const outbox = createEmailOutbox({
+    db: database.db,
+    mailer,
+    logger: logger.child({ component: 'email-outbox' }),
+    pollMs: config.EMAIL_QUEUE_POLL_MS,
+    maxAttempts: config.EMAIL_MAX_ATTEMPTS,
+    retryBaseMs: config.EMAIL_RETRY_BASE_MS,
+  });
   const lifecycle = createLifecycle({
     logger,
     timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
@@ -175,7 +204,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   realtime.onRecovered(() => {
     void revocation.drain();
   });
-  const auth = createAuth({ config, db: database.db, store, mailer, logger, realtime, revocation });
+  const auth = createAuth({ config, db: database.db, store, outbox, logger, realtime, revocation });
   const sessions = createSessionResolver(auth, { store, db: database.db, logger, revocation });
 
   app.decorate('ctx', {
@@ -184,6 +213,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     database,
     store,
     mailer,
+    outbox,
     realtime,
     auth,
     sessions,
@@ -244,6 +274,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerMetrics(app);
 
   lifecycle.onShutdown('close-pools', 'revocation', async () => revocation.close());
+  outbox.start();
+  // Stopped with the other workers, before the pools it writes through close.
+  lifecycle.onShutdown('close-connections', 'email-outbox', () => outbox.stop());
   lifecycle.onShutdown('close-pools', 'mailer', () => mailer.close());
   lifecycle.onShutdown('close-pools', 'store', () => store.close());
   lifecycle.onShutdown('close-pools', 'database', () => database.close());

@@ -1,12 +1,16 @@
-// Operator commands: `migrate` (run pending migrations under the advisory lock) and `create-admin` (a verified
-// administrator with a password). Usage: npm run cli -- <command> [options].
+// Operator commands: `migrate` (run pending migrations under the advisory lock), `create-admin` (a verified
+// administrator with a password) and `retention`. Usage: npm run cli -- <command> [options].
+// On the embedded database (no DATABASE_URL) every command takes DATA_DIR's lock first and refuses while a server
+// holds it: PGlite is single-process, and a second process's writes would be lost.
 import { parseArgs } from 'node:util';
 import { eq } from 'drizzle-orm';
 import { createAuth, hashPassword } from './auth/auth.js';
 import { createRevocation, type Revocation } from './auth/revocation.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createStore } from './infra/cache.js';
+import { DataDirLockedError } from './infra/data-dir-lock.js';
 import { createDatabase, type Database } from './infra/db.js';
+import { createEmailOutbox } from './infra/email-outbox.js';
 import type { Logger } from './infra/logger.js';
 import { createMailer } from './infra/mailer.js';
 import { user as userTable } from './infra/schema/index.js';
@@ -14,8 +18,31 @@ import { runRetention } from './notifications/retention.js';
 
 const USAGE = `Usage:
   npm run cli -- migrate
-  npm run cli -- create-admin --email <email> --password <password> [--name <name>]
+  npm run cli -- create-admin --email <email> [--name <name>]
+      password from HERALD_ADMIN_PASSWORD, else standard input (prompted without echo on a terminal);
+      --password <password> still works but is visible in ps and the shell history
   npm run cli -- retention`;
+
+/** Opens the database for a CLI command; on the embedded database that takes DATA_DIR's lock (see header). */
+function openDatabase(config: Config, command: string): Database {
+  try {
+    return createDatabase({
+      databaseUrl: config.DATABASE_URL,
+      dataDir: config.DATA_DIR,
+      lockOwner: `cli ${command}`,
+    });
+  } catch (err) {
+    if (!(err instanceof DataDirLockedError)) throw err;
+    throw new CliError(
+      `${command}: refused: ${err.message}.\n` +
+        'The embedded database (no DATABASE_URL) can be used by one process at a time, and a running server holds it. ' +
+        'Stop the server and run the command again' +
+        (command === 'create-admin'
+          ? ', or, without stopping it, set ADMIN_EMAILS=<email> on the server: that account becomes an admin when it verifies its email or signs in.'
+          : '.'),
+    );
+  }
+}
 
 export class CliError extends Error {}
 
@@ -43,7 +70,7 @@ function consoleLogger(): Logger {
 }
 
 export async function migrate(config: Config): Promise<void> {
-  const database = createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+  const database = openDatabase(config, 'migrate');
   try {
     await database.migrate();
   } finally {
@@ -67,11 +94,10 @@ export async function createAdmin(
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email))
     throw new CliError(`--email: "${input.email}" is not an email address`);
   if (input.password.length < 8 || input.password.length > 128) {
-    throw new CliError('--password: must be 8 to 128 characters long');
+    throw new CliError('password: must be 8 to 128 characters long');
   }
   const logger = deps.logger ?? consoleLogger();
-  const database =
-    deps.database ?? createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+  const database = deps.database ?? openDatabase(config, 'create-admin');
   const store = createStore({ url: config.CACHE_URL, prefix: config.CACHE_KEY_PREFIX });
   const mailer = createMailer({
     port: config.SMTP_PORT,
@@ -83,14 +109,34 @@ export async function createAdmin(
   const revocations: Revocation[] = [];
   try {
     await database.migrate();
+    // Creating an admin sends no email; a queued one would be sent by the next server that drains the outbox.
+    const outbox = createEmailOutbox({
+      db: database.db,
+      mailer,
+      logger,
+      pollMs: config.EMAIL_QUEUE_POLL_MS,
+      maxAttempts: config.EMAIL_MAX_ATTEMPTS,
+      retryBaseMs: config.EMAIL_RETRY_BASE_MS,
+    });
     const revocation = createRevocation({ store, db: database.db, logger });
     revocations.push(revocation);
-    const auth = createAuth({ config, db: database.db, store, mailer, logger, revocation });
+    const auth = createAuth({ config, db: database.db, store, outbox, logger, revocation });
     const ctx = await auth.$context;
     const hash = await hashPassword(input.password);
     const existing = await ctx.internalAdapter.findUserByEmail(email, { includeAccounts: true });
     if (existing) {
       const id = existing.user.id;
+      // Anyone can sign up with any address; until the address is verified the account (its name, username,
+      // linked social accounts, sessions) belongs to whoever registered it, not necessarily to the email's owner.
+      // Promoting it would hand admin rights to that person: refuse instead.
+      if (!existing.user.emailVerified) {
+        throw new CliError(
+          `create-admin: refused: an unverified account with ${email} already exists (registered ${existing.user.createdAt.toISOString()}), ` +
+            'and it may have been registered by someone else. Verify the address first (follow the verification link ' +
+            'sent to it, or sign in to get a new one) and run create-admin again, or delete that account ' +
+            '(POST /auth/admin/remove-user as another admin) and run create-admin again.',
+        );
+      }
       // internalAdapter.updateUser also refreshes the user snapshot kept with live sessions in the store.
       await ctx.internalAdapter.updateUser(id, { role: 'admin', emailVerified: true });
       const credential = existing.accounts.find((a) => a.providerId === 'credential');
@@ -130,17 +176,80 @@ export async function createAdmin(
   }
 }
 
-export async function runCli(argv: string[], env: Record<string, string | undefined>): Promise<string> {
+export interface CliIo {
+  stdin: NodeJS.ReadStream | NodeJS.ReadableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+/**
+ * The admin password from standard input: one line when piped (`printf '%s\n' "$P" | npm run cli -- create-admin
+ * ...`), or typed at a prompt without echo on a terminal, so it never appears in ps output or shell history.
+ */
+export async function readPassword(io: CliIo): Promise<string> {
+  const stdin = io.stdin as NodeJS.ReadStream;
+  if (stdin.isTTY && typeof stdin.setRawMode === 'function') {
+    io.stderr.write('Admin password (not echoed): ');
+    stdin.setRawMode(true);
+    stdin.resume();
+    stdin.setEncoding('utf8');
+    try {
+      return await new Promise<string>((resolve, reject) => {
+        let typed = '';
+        const onData = (chunk: string) => {
+          for (const ch of chunk) {
+            if (ch === '\r' || ch === '\n') {
+              stdin.off('data', onData);
+              io.stderr.write('\n');
+              resolve(typed);
+              return;
+            }
+            if (ch === '\u0003') {
+              stdin.off('data', onData);
+              io.stderr.write('\n');
+              reject(new CliError('create-admin: cancelled'));
+              return;
+            }
+            if (ch === '\u007f' || ch === '\b') typed = typed.slice(0, -1);
+            else typed += ch;
+          }
+        };
+        stdin.on('data', onData);
+      });
+    } finally {
+      stdin.setRawMode(false);
+      stdin.pause();
+    }
+  }
+  let data = '';
+  for await (const chunk of io.stdin) {
+    data += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
+    if (data.includes('\n')) break;
+  }
+  const line = data.split(/\r?\n/)[0] ?? '';
+  if (line === '') {
+    throw new CliError(
+      'create-admin: no password: pipe it on standard input, set HERALD_ADMIN_PASSWORD, or run on a terminal to be prompted',
+    );
+  }
+  return line;
+}
+
+export async function runCli(
+  argv: string[],
+  env: Record<string, string | undefined>,
+  io: CliIo = { stdin: process.stdin, stderr: process.stderr },
+): Promise<string> {
   const [command, ...rest] = argv;
   if (!command || command === 'help' || command === '--help') return USAGE;
   const config = loadConfig(env);
+  for (const warning of config.warnings) io.stderr.write(`warning: ${warning}\n`);
   if (command === 'migrate') {
     await migrate(config);
     return 'migrations applied';
   }
   if (command === 'retention') {
     // One notification housekeeping run now (the same job every instance runs on RETENTION_INTERVAL_MS).
-    const database = createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+    const database = openDatabase(config, 'retention');
     const store = createStore({ url: config.CACHE_URL, prefix: config.CACHE_KEY_PREFIX });
     try {
       await database.migrate();
@@ -164,13 +273,22 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     } catch (err) {
       throw new CliError(`${(err as Error).message}\n${USAGE}`);
     }
-    if (!values.email || !values.password)
-      throw new CliError(`--email and --password are required\n${USAGE}`);
-    const result = await createAdmin(config, {
-      email: values.email,
-      password: values.password,
-      name: values.name,
-    });
+    if (!values.email) throw new CliError(`--email is required\n${USAGE}`);
+    if (values.password !== undefined) {
+      io.stderr.write(
+        'warning: --password is visible to other users in the process list and stays in the shell history; ' +
+          'prefer HERALD_ADMIN_PASSWORD or standard input\n',
+      );
+    }
+    // The lock first: refusing after the operator typed a password would waste it.
+    const database = openDatabase(config, 'create-admin');
+    let result: { id: string; created: boolean };
+    try {
+      const password = values.password ?? env.HERALD_ADMIN_PASSWORD ?? (await readPassword(io));
+      result = await createAdmin(config, { email: values.email, password, name: values.name }, { database });
+    } finally {
+      await database.close();
+    }
     return result.created
       ? `created admin ${values.email.toLowerCase()} (${result.id})`
       : `promoted existing user ${values.email.toLowerCase()} (${result.id}) to admin and set its password`;

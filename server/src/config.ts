@@ -169,7 +169,11 @@ export const EnvSchema = z.object({
   SMTP_PORT: int(587, 1, 65535),
   SMTP_SECURE: bool(false),
   SMTP_USER: optionalString,
+  // SMTP_PASSWORD is the contract's name; SMTP_PASS an accepted alias (both set and different is an error).
+  SMTP_PASSWORD: optionalString,
   SMTP_PASS: optionalString,
+  // How long the start-up SMTP check (connection + login) may take before it is reported as failed.
+  SMTP_VERIFY_TIMEOUT_MS: int(5_000, 100, 60_000),
   SMTP_FROM: optionalString.default('Herald <no-reply@localhost>'),
   SOCIAL_PROVIDER: optionalString.default('oidc').refine((v) => /^[a-z][a-z0-9_-]{0,31}$/.test(v), {
     message: 'SOCIAL_PROVIDER must be a lowercase provider id such as "oidc", "google" or "github"',
@@ -235,8 +239,11 @@ export const EnvSchema = z.object({
 export type Env = z.input<typeof EnvSchema>;
 type ParsedEnv = z.output<typeof EnvSchema>;
 
-export interface Config extends Omit<ParsedEnv, 'FRONTEND_URL' | 'INSTANCE_ID' | 'AUTH_SECRET'> {
+export interface Config
+  extends Omit<ParsedEnv, 'FRONTEND_URL' | 'INSTANCE_ID' | 'AUTH_SECRET' | 'SMTP_PASS'> {
   isProduction: boolean;
+  /** Non-fatal findings (likely misspelt variables), logged once at start-up. */
+  warnings: string[];
   INSTANCE_ID: string;
   AUTH_SECRET: string;
   API_BASE_URL: string;
@@ -302,6 +309,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // Node refuses this combination at server creation; say so with both names instead.
     problems.push('HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS');
   }
+  if (e.SMTP_PASSWORD && e.SMTP_PASS && e.SMTP_PASSWORD !== e.SMTP_PASS) {
+    problems.push('SMTP_PASSWORD and SMTP_PASS (its alias) are both set and differ; set only SMTP_PASSWORD');
+  }
+  const smtpPassword = e.SMTP_PASSWORD ?? e.SMTP_PASS;
+  // nodemailer would otherwise try to log in with an empty password and every email would fail later.
+  if (e.SMTP_USER && !smtpPassword) {
+    problems.push('SMTP_USER is set but SMTP_PASSWORD is not: set both (or neither, for no SMTP login)');
+  }
+  if (!e.SMTP_USER && smtpPassword) {
+    problems.push('SMTP_PASSWORD is set but SMTP_USER is not: set both (or neither, for no SMTP login)');
+  }
   if ((e.SOCIAL_CLIENT_ID === undefined) !== (e.SOCIAL_CLIENT_SECRET === undefined)) {
     problems.push('SOCIAL_CLIENT_ID and SOCIAL_CLIENT_SECRET must be set together');
   }
@@ -314,9 +332,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   const apiBaseUrl = (e.API_BASE_URL ?? `http://localhost:${e.PORT || 3001}`).replace(/\/+$/, '');
   const fe = (feBaseUrl ?? 'http://localhost:3000').replace(/\/+$/, '');
-  const { FRONTEND_URL: _alias, ...rest } = e;
+  const { FRONTEND_URL: _alias, SMTP_PASS: _smtpAlias, ...rest } = e;
   return {
     ...rest,
+    SMTP_PASSWORD: smtpPassword,
+    warnings: unknownVariableWarnings(env),
     isProduction,
     API_BASE_URL: apiBaseUrl,
     FE_BASE_URL: fe,
@@ -326,4 +346,146 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     AUTH_SECRET: e.AUTH_SECRET ?? developmentSecret(e.DATA_DIR),
     distributed: Boolean(e.CACHE_URL) && e.ENABLE_DISTRIBUTED_CHAT,
   };
+}
+
+// ---- Misspelt variables ---------------------------------------------------------------------------------------
+
+/** Read outside the schema (the CLI's password) but still Herald's, so never reported as unknown. */
+const OTHER_KNOWN_VARIABLES = ['HERALD_ADMIN_PASSWORD'];
+
+/**
+ * Prefixes only Herald's variables use: an unknown name with one of them is almost certainly a mistake (a
+ * misspelling or another project's spelling, like CORS_ALLOWED_ORIGINS). NODE_, API_ and the like are left out:
+ * other tools legitimately set variables with them.
+ */
+const HERALD_PREFIXES = [
+  'SMTP_',
+  'CACHE_',
+  'CORS_',
+  'DATABASE_',
+  'AUTH_',
+  'SOCIAL_',
+  'CHAT_',
+  'SSE_',
+  'EMAIL_',
+  'RETENTION_',
+  'SHUTDOWN_',
+  'METRICS_',
+  'ADMIN_',
+  'BROADCAST_',
+  'HEARTBEAT_',
+  'PRESENCE_',
+  'REGISTRY_',
+  'DEDUP_',
+  'BUS_',
+  'WS_',
+  'COOKIE_',
+  'HERALD_',
+  'WEBHOOK_',
+];
+
+/** Optimal string alignment distance: Levenshtein plus adjacent transpositions (DATABSE → DATABASE is 1). */
+export function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  const at = (i: number, j: number) => d[i]?.[j] ?? Number.POSITIVE_INFINITY;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        v = Math.min(v, at(i - 2, j - 2) + 1);
+      const row = d[i];
+      if (row) row[j] = v;
+    }
+  }
+  return at(a.length, b.length);
+}
+
+/**
+ * Warnings for environment variables that look like Herald's but are not (they would be silently ignored):
+ * close in spelling to a known name, a known name in the wrong case, or carrying a prefix only Herald uses.
+ */
+export function unknownVariableWarnings(env: Record<string, string | undefined>): string[] {
+  const known = [...Object.keys(EnvSchema.shape), ...OTHER_KNOWN_VARIABLES];
+  const knownSet = new Set(known);
+  const warnings: string[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (knownSet.has(name)) continue;
+    const upper = name.toUpperCase();
+    if (knownSet.has(upper)) {
+      warnings.push(`${name} is ignored: variable names are case-sensitive; did you mean ${upper}?`);
+      continue;
+    }
+    // Lower-case names (npm_config_*, npm_package_*) belong to other tools.
+    if (!/^[A-Z][A-Z0-9_]*$/.test(name)) continue;
+    let best: { name: string; distance: number } | undefined;
+    for (const candidate of known) {
+      const distance = editDistance(name, candidate);
+      if (!best || distance < best.distance) best = { name: candidate, distance };
+    }
+    // Short names get less slack, so HOME is not taken for HOST.
+    const slack = name.length >= 8 ? 2 : name.length >= 4 ? 1 : 0;
+    const prefix = HERALD_PREFIXES.find((p) => name.startsWith(p));
+    if (best && best.distance <= slack) {
+      warnings.push(`${name} is not a Herald variable and is ignored; did you mean ${best.name}?`);
+    } else if (prefix) {
+      const sameFamily = known.filter((k) => k.startsWith(prefix));
+      const closest = (sameFamily.length > 0 ? sameFamily : known).reduce((a, b) =>
+        editDistance(name, a) <= editDistance(name, b) ? a : b,
+      );
+      warnings.push(`${name} is not a Herald variable and is ignored; did you mean ${closest}?`);
+    }
+  }
+  return warnings;
+}
+
+// ---- Start-up summary -----------------------------------------------------------------------------------------
+
+/** host[:port]/database of a connection URL: never the user's password (nor the user, which helps guessing). */
+function describeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    const db = u.pathname.replace(/^\/+/, '');
+    return `${u.protocol.replace(/:$/, '')} ${u.host}${db ? `/${db}` : ''}`;
+  } catch {
+    return 'configured (unparsable URL)';
+  }
+}
+
+export interface StartupSummary {
+  database: string;
+  store: string;
+  mail: string;
+  corsOrigins: string[];
+  apiReference: string;
+}
+
+/** What an operator needs to see once at start-up; built from Config only, so no secret can leak into it. */
+export function startupSummary(config: Config): { summary: StartupSummary; line: string } {
+  const database = config.DATABASE_URL
+    ? describeUrl(config.DATABASE_URL)
+    : `embedded PGlite at ${path.resolve(config.DATA_DIR, 'pglite')}`;
+  const store = config.CACHE_URL
+    ? `${config.CACHE_URL.split(',')
+        .map((u) => describeUrl(u.trim()))
+        .join(', ')}${config.distributed ? '' : ' (distributed mode off)'}`
+    : 'embedded (in-process, single instance)';
+  const mail = config.SMTP_HOST
+    ? `smtp ${config.SMTP_HOST}:${config.SMTP_PORT}`
+    : config.isProduction
+      ? 'disabled (SMTP_HOST not set)'
+      : 'log (SMTP_HOST not set: emails are written to the log)';
+  const summary: StartupSummary = {
+    database,
+    store,
+    mail,
+    corsOrigins: config.CORS_ALLOWLISTED_ORIGINS,
+    apiReference: `${config.API_BASE_URL}/docs`,
+  };
+  const line =
+    `Herald ready: database ${summary.database}; store ${summary.store}; mail ${summary.mail}; ` +
+    `CORS ${summary.corsOrigins.join(', ')}; API reference ${summary.apiReference}`;
+  return { summary, line };
 }

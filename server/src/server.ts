@@ -2,7 +2,8 @@
 // and app.close() runs the shutdown phases in order (see ops/lifecycle.ts), bounded by SHUTDOWN_TIMEOUT_MS;
 // exit code 0 when the sequence finished, 1 when it timed out, failed or a second signal forced the exit.
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, startupSummary } from './config.js';
+import { DataDirLockedError } from './infra/data-dir-lock.js';
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -15,8 +16,22 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const app = await buildApp(config, { prettyLogs: !config.isProduction && process.stdout.isTTY });
+  let app: Awaited<ReturnType<typeof buildApp>>;
+  try {
+    app = await buildApp(config, { prettyLogs: !config.isProduction && process.stdout.isTTY });
+  } catch (err) {
+    if (err instanceof DataDirLockedError) {
+      process.stderr.write(
+        `Herald cannot start: ${err.message}. Stop the other process or give this one another DATA_DIR.\n`,
+      );
+      process.exit(1);
+    }
+    throw err;
+  }
   await app.listen({ port: config.PORT, host: config.HOST });
+  // The one line an operator reads after a start: where data, store and mail go, and where the API is described.
+  const { summary, line } = startupSummary(config);
+  app.log.info({ startup: summary }, line);
 
   // pino writes stdout asynchronously and its flush() returns at once; exiting while a write is in flight would
   // let the synchronous flush at exit overtake it (the shutdown sequence would be logged out of order). A short

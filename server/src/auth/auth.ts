@@ -1,5 +1,5 @@
 // Owns the better-auth instance: plugins, email hooks, session storage and password hashing.
-import { randomBytes, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { drizzleAdapter } from '@better-auth/drizzle-adapter';
 import { type BetterAuthPlugin, betterAuth } from 'better-auth';
@@ -9,8 +9,9 @@ import { sql } from 'drizzle-orm';
 import { BUILT_IN_SOCIAL_PROVIDERS, type Config } from '../config.js';
 import type { Store } from '../infra/cache.js';
 import type { Db } from '../infra/db.js';
+import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
-import { actionEmail, type Mailer } from '../infra/mailer.js';
+import { actionEmail, type Mail } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
 import type { Realtime, UserDisconnect } from '../realtime/types.js';
 import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
@@ -86,7 +87,8 @@ export interface AuthDeps {
   config: Config;
   db: Db;
   store: Store;
-  mailer: Mailer;
+  /** Auth emails go through the durable queue so an SMTP outage delays them instead of losing them. */
+  outbox: Pick<EmailOutbox, 'enqueue'>;
   logger: Logger;
   /** Cluster-wide connection closing on ban, sign-out, revocation and password reset. */
   realtime?: Pick<Realtime, 'disconnectUser'>;
@@ -139,14 +141,21 @@ function disconnectReason(path: string | undefined): UserDisconnect['reason'] {
   return 'session_revoked';
 }
 
-export function createAuth({ config, db, store, mailer, logger, realtime, revocation }: AuthDeps) {
+export function createAuth({ config, db, store, outbox, logger, realtime, revocation }: AuthDeps) {
   const feLink = (page: string, token: string) =>
     `${config.FE_BASE_URL}/${page}?token=${encodeURIComponent(token)}`;
-  const send = (mail: Parameters<Mailer['send']>[0]) => {
-    // Never block or fail the auth request on SMTP; the user can ask for another link.
-    mailer
-      .send(mail)
-      .catch((err: unknown) => logger.error({ err, to: mail.to }, 'failed to send auth email'));
+  const send = async (kind: 'verify' | 'reset' | 'magic-link', token: string, mail: Mail) => {
+    // One queue row per token (a hash: the key is indexed and logged, the token must not be), so a retried hook
+    // never queues the same link twice. Queued, not sent: the request never waits for SMTP. The hooks do not
+    // await this either: a reset or magic-link request for an unknown address queues nothing, and a response that
+    // waited for the insert only for known addresses would tell them apart by timing.
+    const dedupeKey = `auth:${kind}:${createHash('sha256').update(token).digest('hex').slice(0, 40)}`;
+    try {
+      await outbox.enqueue([{ dedupeKey, ...mail }]);
+    } catch (err) {
+      // The database is down: the request is failing anyway; the user can ask for another link.
+      logger.error({ err, to: mail.to, kind }, 'failed to queue auth email');
+    }
   };
   const authPrefix = AUTH_STORE_PREFIX;
   const localWindow = createLocalWindows();
@@ -387,11 +396,15 @@ export function createAuth({ config, db, store, mailer, logger, realtime, revoca
       revokeSessionsOnPasswordReset: true,
       password: { hash: hashPassword, verify: verifyPassword },
       sendResetPassword: async ({ user, token }) => {
-        send(
+        void send(
+          'reset',
+          token,
           actionEmail({
             to: user.email,
             subject: 'Reset your Herald password',
-            intro: `Hello ${user.name}, someone asked to reset the password of this account. If it was not you, ignore this email.`,
+            // No user-chosen text: the address may belong to someone who never signed up (issue: content spoofing).
+            intro:
+              'Hello, someone asked to reset the password of this account. If it was not you, ignore this email.',
             actionLabel: 'Choose a new password',
             url: feLink('reset-password', token),
           }),
@@ -402,11 +415,14 @@ export function createAuth({ config, db, store, mailer, logger, realtime, revoca
       sendOnSignUp: true,
       sendOnSignIn: true,
       sendVerificationEmail: async ({ user, token }) => {
-        send(
+        void send(
+          'verify',
+          token,
           actionEmail({
             to: user.email,
             subject: 'Verify your email for Herald',
-            intro: `Hello ${user.name}, confirm your email address to finish creating your account.`,
+            // No user-chosen text: anyone can type any address at sign-up, so the name must not reach that inbox.
+            intro: 'Hello, confirm your email address to finish creating your account.',
             actionLabel: 'Verify email',
             url: feLink('verify-email', token),
           }),
@@ -442,7 +458,9 @@ export function createAuth({ config, db, store, mailer, logger, realtime, revoca
         // Stored as a hash: the raw token exists only in the email (see also verification.storeIdentifier).
         storeToken: 'hashed',
         sendMagicLink: async ({ email, token }) => {
-          send(
+          void send(
+            'magic-link',
+            token,
             actionEmail({
               to: email,
               subject: 'Your Herald sign-in link',

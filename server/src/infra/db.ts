@@ -1,6 +1,6 @@
 // Owns the database: Drizzle over node-postgres (DATABASE_URL) or PGlite under DATA_DIR (embedded default),
 // and migrations, which run under a PostgreSQL advisory lock so several instances can start at once.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
@@ -12,6 +12,8 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
+import { acquireDataDirLock } from './data-dir-lock.js';
+import type { Logger } from './logger.js';
 import * as schema from './schema/index.js';
 
 export type Schema = typeof schema;
@@ -35,12 +37,16 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** PostgreSQL statement_timeout in ms (0 or unset: none), so a stuck query cannot hold a request forever. */
   statementTimeoutMs?: number;
+  /** Who opens the embedded database (written into DATA_DIR's lock file): "server" or a CLI command. */
+  lockOwner?: string;
+  /** Progress of the embedded database's first open, which takes seconds (initdb in WebAssembly). */
+  logger?: Pick<Logger, 'info'>;
 }
 
 export function createDatabase(options: DatabaseOptions): Database {
   return options.databaseUrl
     ? createPostgres(options.databaseUrl, options.poolSize ?? 10, options.statementTimeoutMs ?? 0)
-    : createPglite(options.dataDir);
+    : createPglite(options.dataDir, options.lockOwner ?? 'server', options.logger);
 }
 
 function createPostgres(url: string, poolSize: number, statementTimeoutMs: number): Database {
@@ -85,25 +91,46 @@ function createPostgres(url: string, poolSize: number, statementTimeoutMs: numbe
   };
 }
 
-function createPglite(dataDir: string): Database {
+function createPglite(dataDir: string, lockOwner: string, logger?: Pick<Logger, 'info'>): Database {
   const dir = path.resolve(dataDir, 'pglite');
+  // Before opening: a second process on the same directory would silently lose writes (see data-dir-lock.ts).
+  const lock = acquireDataDirLock(dataDir, lockOwner);
+  const fresh = !existsSync(path.join(dir, 'PG_VERSION'));
   mkdirSync(dir, { recursive: true });
+  const openedAt = performance.now();
+  logger?.info(
+    { dir },
+    fresh
+      ? `initialising embedded database at ${dir} (first start: creating the cluster takes a few seconds)`
+      : `opening embedded database at ${dir}`,
+  );
   const client = new PGlite(dir, { extensions: { pg_trgm } });
   const db = drizzlePglite(client, { schema, casing: 'snake_case' }) as unknown as Db;
   return {
     db,
     kind: 'pglite',
     async migrate() {
-      // PGlite is single-process; no lock needed.
+      await client.waitReady;
+      const startedAt = performance.now();
+      logger?.info({ ms: Math.round(startedAt - openedAt) }, 'embedded database ready; running migrations');
+      // PGlite is single-process (the lock file keeps other processes out); no advisory lock needed.
       await migratePglite(drizzlePglite(client, { schema, casing: 'snake_case' }), {
         migrationsFolder: MIGRATIONS_FOLDER,
       });
+      logger?.info(
+        { ms: Math.round(performance.now() - startedAt) },
+        `migrations done in ${Math.round(performance.now() - startedAt)} ms`,
+      );
     },
     async ping() {
       await db.execute(sql`select 1`);
     },
     async close() {
-      await client.close();
+      try {
+        await client.close();
+      } finally {
+        lock.release();
+      }
     },
   };
 }

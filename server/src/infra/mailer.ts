@@ -13,6 +13,8 @@ export interface Mailer {
   /** False when no SMTP server is configured (development logs the mail; production drops it with a warning). */
   enabled: boolean;
   send(mail: Mail): Promise<void>;
+  /** Connects and logs in once without sending (start-up check); rejects with the server's or network's error. */
+  verify(): Promise<void>;
   close(): void;
 }
 
@@ -48,6 +50,7 @@ export function createMailer(options: MailerOptions): Mailer {
           'email (SMTP not configured)',
         );
       },
+      async verify() {},
       close() {},
     };
   }
@@ -67,10 +70,46 @@ export function createMailer(options: MailerOptions): Mailer {
     async send(mail) {
       await transport.sendMail({ from: options.from, ...mail });
     },
+    async verify() {
+      await transport.verify();
+    },
     close() {
       transport.close();
     },
   };
+}
+
+/**
+ * Start-up SMTP check: a wrong password or an unreachable server otherwise only shows when the first email fails
+ * (in the outbox, minutes later). Never throws and never blocks start-up: the service still starts (email is
+ * queued and retried) and the outcome is logged — a warning naming the cause, or one info line.
+ */
+export async function checkSmtp(
+  mailer: Mailer,
+  logger: Logger,
+  target: { host?: string; port: number },
+  timeoutMs: number,
+): Promise<boolean> {
+  if (!mailer.enabled) return true;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    timer.unref();
+  });
+  try {
+    await Promise.race([mailer.verify(), timeout]);
+    logger.info({ smtpHost: target.host, smtpPort: target.port }, 'SMTP connection verified');
+    return true;
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    logger.warn(
+      { smtpHost: target.host, smtpPort: target.port, err: reason },
+      `SMTP check failed (${reason}): emails are queued and retried, but none will be delivered until SMTP_HOST/SMTP_PORT/SMTP_USER/SMTP_PASSWORD are fixed`,
+    );
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const HTML_ESCAPES: Record<string, string> = {

@@ -4,9 +4,11 @@
 //
 // The SSE stream always mirrors the user's notification store (new_notification is published for every
 // created row); strategies decide whether the user counts as reached live or needs an out-of-band channel.
+
+import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
 import type { Presence } from '../realtime/types.js';
-import { type EmailOutbox, notificationEmail } from './email-outbox.js';
+import { notificationEmail } from './email.js';
 import type { NotificationRepository } from './repository.js';
 import { DELIVERY_STRATEGIES, type StrategyName } from './schemas.js';
 

@@ -1,10 +1,9 @@
-// Registers the notifications feature: repository, unread cache, SSE hub on the bus, durable email outbox,
-// delivery strategies, retention job, routes, and `app.notifications` (the service other features call).
+// Registers the notifications feature: repository, unread cache, SSE hub on the bus, delivery strategies (email
+// through the shared outbox that app.ts owns), retention job, routes, and `app.notifications` (the service other features call).
 import { and, eq, inArray } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { user } from '../infra/schema/index.js';
 import { createDelivery, emailStrategy, pushStrategy, sseStrategy } from './delivery.js';
-import { createEmailOutbox } from './email-outbox.js';
 import { NOTIFICATION_EVENTS_TOPIC, NotificationBusMessageSchema } from './events.js';
 import { createNotificationRepository } from './repository.js';
 import { startRetentionJob } from './retention.js';
@@ -26,18 +25,10 @@ declare module 'fastify' {
 }
 
 export function registerNotifications(app: FastifyInstance): void {
-  const { config, database, store, mailer, realtime, lifecycle, revocation } = app.ctx;
+  const { config, database, store, outbox, realtime, lifecycle, revocation } = app.ctx;
   const logger = app.log.child({ feature: 'notifications' });
   const repo = createNotificationRepository(database.db);
   const unread = createUnreadCache({ store, logger, countFromDb: (id) => repo.unreadCount(id) });
-  const outbox = createEmailOutbox({
-    db: database.db,
-    mailer,
-    logger,
-    pollMs: config.EMAIL_QUEUE_POLL_MS,
-    maxAttempts: config.EMAIL_MAX_ATTEMPTS,
-    retryBaseMs: config.EMAIL_RETRY_BASE_MS,
-  });
   const delivery = createDelivery(
     [
       sseStrategy(realtime.presence),
@@ -100,7 +91,6 @@ export function registerNotifications(app: FastifyInstance): void {
     hub.disconnectUser(event.userId, event.reason, event.sessionId);
   });
 
-  outbox.start();
   const retention = startRetentionJob(
     { config, database, store, logger },
     config.RETENTION_INTERVAL_MS,
@@ -120,7 +110,7 @@ export function registerNotifications(app: FastifyInstance): void {
     unsubscribe();
     offRecovered();
     offDisconnect();
-    await Promise.all([outbox.stop(), retention.stop()]);
+    await retention.stop();
     unread.close();
   });
 }

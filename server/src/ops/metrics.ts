@@ -41,6 +41,18 @@ export const MetricsSchema = z
         degradedTransitions: z.number().int(),
       })
       .describe('extra detail beyond the contract'),
+    email: z
+      .object({
+        pending: z.number().int().describe('emails queued and not yet sent (queue depth), cluster-wide'),
+        failed: z
+          .number()
+          .int()
+          .describe('emails given up after EMAIL_MAX_ATTEMPTS (last 7 days), cluster-wide'),
+        sent: z.number().int().describe('emails sent (last 7 days), cluster-wide'),
+        attemptFailures: z.number().int().describe('failed send attempts on this instance since start'),
+      })
+      .optional()
+      .describe('durable email queue (absent when the database could not be read)'),
   })
   .meta({
     example: {
@@ -75,6 +87,7 @@ export const MetricsSchema = z
         ],
       },
       bus: { malformedDropped: 0, duplicatesDropped: 0, echoesSkipped: 1200, degradedTransitions: 0 },
+      email: { pending: 0, failed: 0, sent: 118, attemptFailures: 2 },
     },
   });
 
@@ -117,6 +130,11 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
   const now = Date.now();
   const startedAt = realtime.startedAt ?? now - Math.round(process.uptime() * 1000);
   const localClients = realtime.presence.localChatConnections();
+  // The queue figures need the database; a report without them beats no report during a database outage.
+  const email = await ctx.outbox.stats().catch((err: unknown) => {
+    ctx.logger.warn({ err }, 'metrics: email queue figures unavailable');
+    return undefined;
+  });
   const instances: InstanceRecord[] = realtime.instances
     ? await realtime.instances()
     : [{ instanceId: config.INSTANCE_ID, startedAt, lastHeartbeat: now, connectedClients: localClients }];
@@ -141,6 +159,7 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
       echoesSkipped: stats.echoesSkipped,
       degradedTransitions: stats.degradedTransitions,
     },
+    email,
   };
 }
 
@@ -230,6 +249,16 @@ export function toPrometheus(report: MetricsReport, latencySumMs: number, latenc
     'Live instances in the cluster registry.',
     report.cluster.activeInstances,
   );
+  if (report.email) {
+    metric('herald_email_queue_pending', 'gauge', 'Emails queued and not yet sent.', report.email.pending);
+    metric('herald_email_queue_failed', 'gauge', 'Emails given up (last 7 days).', report.email.failed);
+    metric(
+      'herald_email_send_failures_total',
+      'counter',
+      'Failed email send attempts on this instance.',
+      report.email.attemptFailures,
+    );
+  }
   const perInstance = (name: string, help: string, pick: (r: InstanceRecord) => number) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
     for (const r of report.cluster.instances) {

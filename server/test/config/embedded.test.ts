@@ -2,7 +2,7 @@
 // in-process (full account cycle) and started as a real process (`npm start` equivalent) that stops on SIGTERM.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -102,6 +102,12 @@ describe.concurrent('embedded default', { timeout: 180_000 }, () => {
     const requestId = res.headers.get('x-request-id');
     expect(requestId).toBeTruthy();
     expect(stdout).toContain('CACHE_URL is not set');
+    // The slow first start says what it is doing instead of staying silent.
+    expect(stdout).toContain(`initialising embedded database at ${path.join(dataDir, 'pglite')}`);
+    expect(stdout).toContain('running migrations');
+    expect(stdout).toMatch(/migrations done in \d+ ms/);
+    // It holds DATA_DIR's lock while it runs (a CLI next to it would refuse) and removes it on exit.
+    expect(existsSync(path.join(dataDir, 'herald.lock'))).toBe(true);
 
     cleanups.push(() => {
       if (child.exitCode === null) child.kill('SIGKILL');
@@ -110,6 +116,7 @@ describe.concurrent('embedded default', { timeout: 180_000 }, () => {
     child.kill('SIGTERM');
     const [code] = (await exited) as [number | null];
     expect(code).toBe(0);
+    expect(existsSync(path.join(dataDir, 'herald.lock'))).toBe(false);
     const lines = stdout
       .split('\n')
       .filter((l) => l.startsWith('{'))

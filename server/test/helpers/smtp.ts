@@ -25,14 +25,33 @@ function addresses(parsed: ParsedMail): string[] {
   return list.flatMap((a) => a.value.map((v) => (v.address ?? '').toLowerCase()));
 }
 
-export async function startSmtp(): Promise<TestSmtp> {
+export interface SmtpOptions {
+  /** Require SMTP AUTH with these credentials (PLAIN/LOGIN over the plain connection). */
+  auth?: { user: string; pass: string };
+}
+
+export async function startSmtp(options: SmtpOptions = {}): Promise<TestSmtp> {
   const messages: CapturedMail[] = [];
   const waiters: Array<{ predicate: (m: CapturedMail) => boolean; resolve: (m: CapturedMail) => void }> = [];
   let failing = false;
   const server = new SMTPServer({
-    authOptional: true,
+    authOptional: options.auth === undefined,
+    // Without TLS in tests; otherwise smtp-server refuses AUTH on a plain connection.
+    allowInsecureAuth: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
+    onAuth(auth, _session, callback) {
+      const expected = options.auth;
+      if (expected && auth.username === expected.user && auth.password === expected.pass) {
+        callback(null, { user: auth.username });
+        return;
+      }
+      if (!expected) {
+        callback(null, { user: auth.username ?? 'anonymous' });
+        return;
+      }
+      callback(Object.assign(new Error('Invalid username or password'), { responseCode: 535 }));
+    },
     onData(stream, _session, callback) {
       if (failing) {
         stream.resume();

@@ -58,8 +58,11 @@ describe('GET /metrics', () => {
     expect(res.headers['cache-control']).toBe('no-store');
     const body = res.json() as Record<string, unknown>;
     expect(Object.keys(body).sort()).toEqual(
-      ['bus', 'chat', 'cluster', 'distributedMode', 'instanceId', 'pubsub', 'timestamp'].sort(),
+      ['bus', 'chat', 'cluster', 'distributedMode', 'email', 'instanceId', 'pubsub', 'timestamp'].sort(),
     );
+    // The admin's verification email went through the durable queue.
+    expect(body.email).toMatchObject({ pending: 0, failed: 0, attemptFailures: 0 });
+    expect((body.email as { sent: number }).sent).toBeGreaterThanOrEqual(1);
     expect(body).toMatchObject({
       instanceId: app.ctx.config.INSTANCE_ID,
       distributedMode: true,

@@ -1,11 +1,12 @@
-// Owns the durable email queue: an outbox table in PostgreSQL (works on PGlite too) drained by a worker on every
-// instance with FOR UPDATE SKIP LOCKED. Rows survive SMTP outages and restarts; a claimed row carries a lease
-// (locked_until) so a crashed worker's rows are picked up again; the dedupe key (notification id) makes
-// enqueueing idempotent so several instances never queue the same email twice.
+// Owns the durable email queue for every feature (auth links, notification emails): an outbox table in PostgreSQL
+// (works on PGlite too) drained by a worker on every instance with FOR UPDATE SKIP LOCKED. Rows survive SMTP
+// outages and restarts; a claimed row carries a lease (locked_until) so a crashed worker's rows are picked up again;
+// the dedupe key makes enqueueing idempotent so several instances never queue the same email twice. It lives in
+// infra (not in a feature) because auth and notifications both send through it and must not import each other.
 import { sql } from 'drizzle-orm';
-import { type Db, rowsOf } from '../infra/db.js';
-import type { Logger } from '../infra/logger.js';
-import { escapeHtml, type Mail, type Mailer, safeSubject } from '../infra/mailer.js';
+import { type Db, rowsOf } from './db.js';
+import type { Logger } from './logger.js';
+import type { Mail, Mailer } from './mailer.js';
 
 export interface OutboxEmail extends Mail {
   dedupeKey: string;
@@ -26,8 +27,24 @@ export interface EmailOutboxOptions {
 
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 
-export function backoffMs(attempts: number, baseMs: number): number {
-  return Math.min(baseMs * 2 ** Math.max(0, attempts - 1), MAX_BACKOFF_MS);
+/**
+ * Exponential backoff with full jitter: a uniform delay in [0, min(cap, base · 2^(attempts−1))). After an SMTP
+ * outage every queued row would otherwise come due at the same instant on every instance and hit the server at once.
+ */
+export function backoffMs(attempts: number, baseMs: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(baseMs * 2 ** Math.max(0, attempts - 1), MAX_BACKOFF_MS);
+  return Math.floor(random() * ceiling);
+}
+
+export interface OutboxStats {
+  /** Rows waiting to be sent (queue depth), cluster-wide. */
+  pending: number;
+  /** Rows given up after EMAIL_MAX_ATTEMPTS, cluster-wide (kept 7 days by retention). */
+  failed: number;
+  /** Rows sent, cluster-wide (kept 7 days by retention). */
+  sent: number;
+  /** Failed send attempts on this instance since it started (each retry counts). */
+  attemptFailures: number;
 }
 
 export function createEmailOutbox(options: EmailOutboxOptions) {
@@ -38,6 +55,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
   let running: Promise<void> | undefined;
   let again = false;
   let stopped = true;
+  let attemptFailures = 0;
 
   const claim = async () =>
     rowsOf<{
@@ -79,9 +97,10 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
           );
         } catch (err) {
           const message = err instanceof Error ? err.message : String(err);
+          attemptFailures++;
           const giveUp = attempts >= options.maxAttempts;
           const delay = backoffMs(attempts, options.retryBaseMs);
-          logger.warn({ emailId: row.id, attempts, giveUp, err: message }, 'notification email failed');
+          logger.warn({ emailId: row.id, attempts, giveUp, err: message }, 'email send failed');
           await db.execute(
             sql`update email_outbox set status = ${giveUp ? 'failed' : 'pending'}, locked_until = null,
                   last_error = ${message.slice(0, 500)},
@@ -150,6 +169,13 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
       schedule();
     },
     kick,
+    async stats(): Promise<OutboxStats> {
+      const rows = rowsOf<{ status: string; n: string | number }>(
+        await db.execute(sql`select status, count(*) as n from email_outbox group by status`),
+      );
+      const count = (status: string) => Number(rows.find((r) => r.status === status)?.n ?? 0);
+      return { pending: count('pending'), failed: count('failed'), sent: count('sent'), attemptFailures };
+    },
     /** Stops polling and waits for the round in progress. */
     async stop() {
       stopped = true;
@@ -160,25 +186,3 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
 }
 
 export type EmailOutbox = ReturnType<typeof createEmailOutbox>;
-
-/** The notification email: escaped HTML, a plain-text part, and a link to the notifications page. */
-export function notificationEmail(params: {
-  to: string;
-  title: string;
-  content: string;
-  feBaseUrl: string;
-}): Mail {
-  const link = `${params.feBaseUrl}/notifications`;
-  const subject = safeSubject(params.title);
-  return {
-    to: params.to,
-    subject,
-    text: `${params.title}\n\n${params.content}\n\nView your notifications: ${link}\n`,
-    html:
-      '<!doctype html><html><body style="font-family:sans-serif">' +
-      `<h2 style="font-size:18px">${escapeHtml(params.title)}</h2>` +
-      `<p style="white-space:pre-wrap">${escapeHtml(params.content)}</p>` +
-      `<p><a href="${escapeHtml(link)}">View your notifications</a></p>` +
-      '</body></html>',
-  };
-}
