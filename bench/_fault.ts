@@ -548,6 +548,7 @@ export interface ClientAudit {
   expected: number;
   missing: number[];
   elided: number;
+  elidedIds: number[];
   duplicated: number;
   unexpected: number;
 }
@@ -575,7 +576,7 @@ export async function audit(
       if (n > 1) duplicated += n - 1;
       if (id <= from || id > final) unexpected += n;
     }
-    out.push({ client: c, expected, missing, elided: 0, duplicated, unexpected });
+    out.push({ client: c, expected, missing, elided: 0, elidedIds: [], duplicated, unexpected });
   }
   // Which missing ids name a notification that no longer exists (skipped by design in replay/repair)?
   const byUser = new Map<string, Set<number>>();
@@ -599,6 +600,7 @@ export async function audit(
     if (!elided) continue;
     const real = a.missing.filter((s) => !elided.has(s));
     a.elided = a.missing.length - real.length;
+    a.elidedIds = a.missing.filter((s) => elided.has(s));
     a.missing = real;
   }
   return out;
@@ -687,6 +689,16 @@ export function report(opts: {
       `affected client ${c.user.id} home ${c.home} (instances ${c.instancesUsed.join('→')}): first id ${c.firstId}, ` +
         `final ${c.idLog.at(-1)}, missing [${a.missing.slice(0, 20).join(', ')}], ` +
         `duplicated ${a.duplicated}, ids received: ${c.idLog.join(',')}`,
+    );
+  }
+  const withElided = audits.find((a) => a.elided > 0);
+  if (withElided) {
+    const c = withElided.client;
+    const first = withElided.elidedIds[0] ?? 0;
+    const near = c.idLog.filter((id) => Math.abs(id - first) <= 6);
+    console.log(
+      `example of elided ids (log rows of notifications deleted before the stream read them): client ` +
+        `${c.user.id} home ${c.home}, elided [${withElided.elidedIds.join(', ')}], ids received near: ${near.join(',')}`,
     );
   }
   for (let i = 0; i < opts.cluster.size; i++) {
