@@ -376,14 +376,10 @@ export function createNotificationRepository(db: Db) {
 
     /**
      * Logged events after a cursor, in seq order (SSE resume and gap repair). Events that reference a
-     * notification carry its current state; \`data\` is null when it has since been deleted (a later
-     * notification_deleted or notifications_cleared event in the log says so).
+     * notification carry its current state; one that has since been deleted is replayed as a
+     * notification_deleted under the same seq.
      */
-    async eventsAfter(
-      userId: string,
-      afterSeq: number,
-      limit: number,
-    ): Promise<Array<{ seq: number; name: LoggedEventKind; data: Record<string, unknown> | null }>> {
+    async eventsAfter(userId: string, afterSeq: number, limit: number): Promise<SeqEvent[]> {
       const rows = await exec<EventRow>(
         sql`select e.seq::text as seq, e.kind, e.data, e.notification_id as nid, ${N_COLUMNS}
             from notification_event e left join notification n on n.id = e.notification_id
@@ -391,9 +387,16 @@ export function createNotificationRepository(db: Db) {
             order by e.seq asc limit ${limit}`,
       );
       return rows.map((r) => {
-        let data: Record<string, unknown> | null = r.data;
-        if (r.nid !== null) data = r.id ? { notification: toNotification(r as NotificationRow) } : null;
-        return { seq: Number(r.seq), name: r.kind, data };
+        if (r.nid === null) return { seq: Number(r.seq), name: r.kind, data: r.data ?? {} };
+        if (r.id)
+          return {
+            seq: Number(r.seq),
+            name: r.kind,
+            data: { notification: toNotification(r as NotificationRow) },
+          };
+        // Deleted since: its seq still carries an event (ids stay contiguous for clients that check), one that
+        // says what is true now. Applying it is a no-op for a client that never saw the notification.
+        return { seq: Number(r.seq), name: 'notification_deleted' as const, data: { notificationId: r.nid } };
       });
     },
 

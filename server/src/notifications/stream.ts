@@ -132,8 +132,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         }
         for (const row of rows) {
           entry.cursor = row.seq;
-          // A notification deleted since is skipped (its deletion event follows in the log).
-          if (row.data !== null) write(entry, eventBody(row.name, row.data));
+          write(entry, eventBody(row.name, row.data));
         }
         if (rows.length < LOG_PAGE && entry.cursor >= entry.target) break;
       }
@@ -405,20 +404,20 @@ export function createStreamHub(deps: StreamHubDeps) {
       }
       try {
         // The replay is read before `connected` so that event can say how many follow.
-        const replay: Array<{ seq: number; body: string | null }> = [];
+        const replay: Array<{ seq: number; body: string }> = [];
         let after = start;
         while (resumed && after < cursor.lastSeq) {
           const rows = await deps.repo.eventsAfter(userId, after, LOG_PAGE);
           if (rows.length === 0) break;
           for (const row of rows) {
             if (row.seq > cursor.lastSeq) break;
-            replay.push({ seq: row.seq, body: row.data === null ? null : eventBody(row.name, row.data) });
+            replay.push({ seq: row.seq, body: eventBody(row.name, row.data) });
             after = row.seq;
           }
           if (rows.length < LOG_PAGE) break;
         }
         if (conn.closed) return;
-        const replayed = replay.filter((r) => r.body !== null).length;
+        const replayed = replay.length;
         write(
           entry,
           eventBody('connected', {
@@ -433,7 +432,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         );
         for (const r of replay) {
           entry.cursor = r.seq;
-          if (r.body !== null) write(entry, r.body);
+          write(entry, r.body);
         }
       } catch (err) {
         deps.logger.error({ err, userId }, 'SSE connect sequence failed');
