@@ -364,6 +364,48 @@ describe('notification API', () => {
     ).rejects.toMatchObject({ statusCode: 400 });
   });
 
+  it('marks authenticated responses no-store and answers If-None-Match on the counts with 304', async () => {
+    const u = await createVerifiedUser(app, env.smtp);
+    const list = await get('/notification/list', u);
+    expect(list.headers['cache-control']).toBe('no-store');
+    for (const path of ['/notification/unread-count', '/notification/counts']) {
+      const first = await get(path, u);
+      expect(first.statusCode).toBe(200);
+      expect(first.headers['cache-control']).toBe('no-store');
+      const etag = first.headers.etag as string;
+      expect(etag).toMatch(/^W\/"/);
+      const same = await app.inject({
+        method: 'GET',
+        url: path,
+        headers: { cookie: u.cookie, 'if-none-match': etag },
+      });
+      expect(same.statusCode, path).toBe(304);
+      expect(same.body).toBe('');
+      const other = await app.inject({
+        method: 'GET',
+        url: path,
+        headers: { cookie: u.cookie, 'if-none-match': 'W/"something-else"' },
+      });
+      expect(other.statusCode).toBe(200);
+    }
+    // A change makes the old tag stale: the count is sent again.
+    const before = (await get('/notification/unread-count', u)).headers.etag as string;
+    await app.notifications.createForUser(u.id, {
+      type: 'info',
+      title: 'etag',
+      content: 'changes the count',
+    });
+    const after = await app.inject({
+      method: 'GET',
+      url: '/notification/unread-count',
+      headers: { cookie: u.cookie, 'if-none-match': before },
+    });
+    expect(after.statusCode).toBe(200);
+    expect(after.json().unreadCount).toBe(1);
+    // Unauthenticated answers are not marked (nothing private in them) and never 304.
+    expect((await get('/notification/unread-count')).statusCode).toBe(401);
+  });
+
   it('keeps the cached unread count equal to the database under concurrent changes', async () => {
     const u = await createVerifiedUser(app, env.smtp);
     const ids = await seed(
