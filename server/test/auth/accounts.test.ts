@@ -1,5 +1,6 @@
 // CONTRACT §1 end to end over HTTP with the real SMTP capture: sign-up, verification (GET and POST), sign-in,
 // session, sign-out, reset (both paths), magic link, username, ADMIN_EMAILS promotion, admin plugin, CLI.
+import { PassThrough, Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createAdmin as cliCreateAdmin, runCli } from '../../src/cli.js';
@@ -232,7 +233,11 @@ describe('accounts (CONTRACT §1)', () => {
     expect((await app.ctx.sessions.fromHeaders({ cookie: u.cookie }))?.user.role).toBe('admin');
     expect(await signIn(app, u.email, 'changed password 2')).toContain('session_token');
 
-    await expect(runCli(['create-admin', '--email', 'bad'], env.baseEnv)).rejects.toThrow(/--password/);
+    // No password anywhere and nothing on standard input: a clear error, not a hang.
+    const noInput = { stdin: Readable.from([]), stderr: new PassThrough() };
+    await expect(runCli(['create-admin', '--email', 'bad'], env.baseEnv, noInput)).rejects.toThrow(
+      /no password/,
+    );
     await expect(
       runCli(['create-admin', '--email', 'bad', '--password', 'long enough'], env.baseEnv),
     ).rejects.toThrow(/not an email/);
