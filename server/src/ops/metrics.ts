@@ -293,13 +293,22 @@ export function registerMetrics(app: FastifyInstance): void {
       schema: {
         tags: ['operations'],
         summary: 'Instance and cluster metrics (JSON or Prometheus text)',
+        // Either credential passes: a scraper's bearer key, or an administrator's session cookie.
+        security: [{ metricsKey: [] }, { session: [] }],
         description:
           'Admin session or `Authorization: Bearer <METRICS_API_KEY>`. No credentials → 401; a wrong key or a ' +
           'non-admin session → 403. With `Accept: text/plain` or `?format=prometheus` the same figures in ' +
           'Prometheus text format (version 0.0.4).',
         querystring: z.object({ format: z.enum(['json', 'prometheus']).optional() }),
         response: {
-          200: z.union([MetricsSchema, z.string().describe('Prometheus text format (text/plain)')]),
+          200: {
+            description:
+              'The report: JSON by default, Prometheus text with `Accept: text/plain` or `?format=prometheus`',
+            content: {
+              'application/json': { schema: MetricsSchema },
+              'text/plain; version=0.0.4': { schema: z.string() },
+            },
+          },
           401: ErrorSchema,
           403: ErrorSchema,
         },
