@@ -40,6 +40,7 @@ import { registerNotifications } from './notifications/index.js';
 import { registerHealth } from './ops/health.js';
 import { createLifecycle, type Lifecycle } from './ops/lifecycle.js';
 import { registerMetrics } from './ops/metrics.js';
+import { createHeraldMetrics, type HeraldMetrics, installHttpMetrics } from './ops/prometheus.js';
 import { createRealtime } from './realtime/index.js';
 import type { Realtime } from './realtime/types.js';
 
@@ -60,6 +61,8 @@ export interface AppContext {
    */
   revocation: Revocation;
   lifecycle: Lifecycle;
+  /** This app's Prometheus registry and the histograms the hot paths observe into (ops/prometheus.ts). */
+  metrics: HeraldMetrics;
 }
 
 declare module 'fastify' {
@@ -192,8 +195,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     drainMs: config.SHUTDOWN_DRAIN_MS,
   });
 
+  const metrics = createHeraldMetrics(config.INSTANCE_ID);
+  installHttpMetrics(app, metrics);
+
   // realtime
-  const realtime = createRealtime({ config, store, logger, lifecycle });
+  const realtime = createRealtime({
+    config,
+    store,
+    logger,
+    lifecycle,
+    onBusLatencySeconds: (seconds) => metrics.busLatency.observe(seconds),
+  });
   await realtime.start();
   // Phases up to close-connections run while the server still answers (health says 503); the rest once
   // Fastify has stopped the HTTP server. Added before the features so this preClose hook runs first.
@@ -226,6 +238,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     sessions,
     revocation,
     lifecycle,
+    metrics,
   });
   app.decorateRequest('auth', null);
 
