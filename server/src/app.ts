@@ -7,6 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import {
   jsonSchemaTransform,
+  jsonSchemaTransformObject,
   serializerCompiler,
   validatorCompiler,
   type ZodTypeProvider,
@@ -23,6 +24,12 @@ import { installCachePolicy } from './http/cache.js';
 import { installConnectionLimits } from './http/connection-limits.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
 import { installNulGuard } from './http/nul-guard.js';
+import {
+  finishOpenApiDocument,
+  HERALD_LOGO_SVG,
+  type OpenApiDocument,
+  securitySchemes,
+} from './http/openapi.js';
 import { installRequestGuards } from './http/request-guards.js';
 import { createStore, type Store } from './infra/cache.js';
 import { createDatabase, type Database } from './infra/db.js';
@@ -33,6 +40,7 @@ import { registerNotifications } from './notifications/index.js';
 import { registerHealth } from './ops/health.js';
 import { createLifecycle, type Lifecycle } from './ops/lifecycle.js';
 import { registerMetrics } from './ops/metrics.js';
+import { createHeraldMetrics, type HeraldMetrics, installHttpMetrics } from './ops/prometheus.js';
 import { createRealtime } from './realtime/index.js';
 import type { Realtime } from './realtime/types.js';
 
@@ -53,6 +61,8 @@ export interface AppContext {
    */
   revocation: Revocation;
   lifecycle: Lifecycle;
+  /** This app's Prometheus registry and the histograms the hot paths observe into (ops/prometheus.ts). */
+  metrics: HeraldMetrics;
 }
 
 declare module 'fastify' {
@@ -185,8 +195,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     drainMs: config.SHUTDOWN_DRAIN_MS,
   });
 
+  const metrics = createHeraldMetrics(config.INSTANCE_ID);
+  installHttpMetrics(app, metrics);
+
   // realtime
-  const realtime = createRealtime({ config, store, logger, lifecycle });
+  const realtime = createRealtime({
+    config,
+    store,
+    logger,
+    lifecycle,
+    onBusLatencySeconds: (seconds) => metrics.busLatency.observe(seconds),
+  });
   await realtime.start();
   // Phases up to close-connections run while the server still answers (health says 503); the rest once
   // Fastify has stopped the HTTP server. Added before the features so this preClose hook runs first.
@@ -219,6 +238,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     sessions,
     revocation,
     lifecycle,
+    metrics,
   });
   app.decorateRequest('auth', null);
 
@@ -235,31 +255,41 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     maxAge: 600,
   });
   const authOpenApi = await describeAuthRoutes(auth);
+  const sessionCookieName = (await auth.$context).authCookies.sessionToken.name;
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Herald API', version: '0.1.0', description: 'Accounts, notifications and chat.' },
-      servers: [{ url: config.API_BASE_URL }],
-      components: {
-        securitySchemes: { session: { type: 'apiKey', in: 'cookie', name: 'better-auth.session_token' } },
+      info: {
+        title: 'Herald API',
+        version: '0.1.0',
+        description:
+          'Accounts, notifications (JSON and Server-Sent Events) and chat. Sign in through `/auth/*` to get the ' +
+          'session cookie the other routes take; browser-style cookie requests that change state must also send ' +
+          'an allowed `Origin`.',
       },
+      servers: [{ url: config.API_BASE_URL }],
+      components: { securitySchemes: securitySchemes(sessionCookieName) },
     },
     transform: jsonSchemaTransform,
-    // Herald's own routes come from their Zod schemas; /auth/* from better-auth's generator (hidden bridge route).
+    // Herald's own routes come from their Zod schemas (plus the schemas registered by id, e.g. ChatMessage);
+    // /auth/* from better-auth's generator (the bridge route itself is hidden).
     transformObject: (document) => {
       if (!('openapiObject' in document)) return document.swaggerObject;
-      const { openapiObject } = document;
-      return {
-        ...openapiObject,
-        paths: { ...authOpenApi.paths, ...openapiObject.paths },
-        components: {
-          ...openapiObject.components,
-          schemas: { ...authOpenApi.schemas, ...openapiObject.components?.schemas },
-        },
-      } as typeof openapiObject;
+      const withRegistry = jsonSchemaTransformObject(document) as OpenApiDocument;
+      return finishOpenApiDocument(withRegistry, authOpenApi) as typeof document.openapiObject;
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    theme: { title: 'Herald API' },
+    logo: { type: 'image/svg+xml', content: HERALD_LOGO_SVG, href: '/docs' },
+    uiConfig: {
+      docExpansion: 'list',
+      deepLinking: true,
+      displayRequestDuration: true,
+      tryItOutEnabled: false,
+    },
+  });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   registerAuthBridge(app, auth, config.API_BASE_URL);

@@ -46,7 +46,9 @@ export function registerAdmin(app: FastifyInstance): void {
           },
         }),
         response: {
-          200: BroadcastResultSchema,
+          200: BroadcastResultSchema.describe(
+            'What was sent: counts of recipients, skipped users and failures',
+          ),
           400: ErrorSchema,
           401: ErrorSchema,
           403: ErrorSchema,

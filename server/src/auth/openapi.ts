@@ -3,12 +3,14 @@
 import type { BetterAuthOptions } from 'better-auth';
 import type { Auth } from './auth.js';
 
-type PathItem = Record<string, { tags?: string[] } & Record<string, unknown>>;
+export type PathItem = Record<string, { tags?: string[] } & Record<string, unknown>>;
 
 export interface AuthOpenApi {
   paths: Record<string, PathItem>;
   schemas: Record<string, unknown>;
 }
+
+export const AUTH_TAG = 'accounts (better-auth)';
 
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'options', 'head']);
 
@@ -26,7 +28,7 @@ export async function describeAuthRoutes(auth: Auth): Promise<AuthOpenApi> {
     const ops: PathItem = {};
     for (const [method, op] of Object.entries(item)) {
       if (!HTTP_METHODS.has(method)) continue;
-      ops[method] = { ...op, tags: ['accounts (better-auth)'] };
+      ops[method] = { ...op, tags: [AUTH_TAG] };
     }
     paths[`/auth${path}`] = ops;
   }
@@ -41,6 +43,8 @@ function disabledPaths(auth: Auth): string[] {
   const paths = [...(options.disabledPaths ?? [])];
   // Account deletion is not enabled, so better-auth answers 404 there.
   if (!options.user?.deleteUser?.enabled) paths.push('/delete-user');
+  // Nor is changing the email address: better-auth refuses every call ("Change email is disabled").
+  if (!options.user?.changeEmail?.enabled) paths.push('/change-email');
   return paths;
 }
 

@@ -71,6 +71,8 @@ export interface ChatHubOptions {
   pingIntervalMs: number;
   sendBufferLimitBytes: number;
   logger: Logger;
+  /** Duration of each broadcast to the local sockets, for the Prometheus histogram. */
+  onBroadcastSeconds?: (seconds: number) => void;
 }
 
 export function createChatHub(options: ChatHubOptions): ChatHub {
@@ -211,6 +213,7 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
     send: deliver,
     sendNow: write,
     broadcast(data, exceptId) {
+      const start = options.onBroadcastSeconds ? process.hrtime.bigint() : 0n;
       for (const conn of connections.values()) {
         if (conn.id === exceptId) continue;
         if (!conn.corked && !conn.queue && conn.ws.readyState === conn.ws.OPEN) {
@@ -222,6 +225,7 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
         }
         deliver(conn, data);
       }
+      options.onBroadcastSeconds?.(Number(process.hrtime.bigint() - start) / 1e9);
     },
     release(conn) {
       const queued = conn.queue;

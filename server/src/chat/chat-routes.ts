@@ -50,6 +50,8 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
       schema: {
         tags: ['chat'],
         summary: 'Chat WebSocket endpoint (upgrade only)',
+        // Guests may connect; the session cookie, when sent, makes the socket a member's.
+        security: [{}, { session: [] }],
         description:
           'Open with a WebSocket client: `Origin` must be allowlisted, the session cookie (if any) makes a member. ' +
           'The protocol is described in docs/chat-protocol.md. A plain HTTP request gets 426.',
@@ -70,9 +72,12 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
       schema: {
         tags: ['chat'],
         summary: 'Page older chat messages (oldest first)',
+        security: [{ session: [] }],
         querystring: HistoryQuery,
         response: {
-          200: z.object({ messages: z.array(ChatMessageSchema) }),
+          200: z
+            .object({ messages: z.array(ChatMessageSchema) })
+            .describe('Up to `limit` messages, oldest first'),
           400: ErrorSchema,
           401: ErrorSchema,
           404: ErrorSchema,
@@ -103,6 +108,7 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
       schema: {
         tags: ['chat', 'admin'],
         summary: 'Delete every chat message of a user and tell every client (messages_purged)',
+        security: [{ session: [] }],
         params: z.strictObject({
           id: z
             .string()
@@ -111,7 +117,10 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
             .refine(noNul, { message: 'must not contain NUL (U+0000) characters' }),
         }),
         response: {
-          200: z.object({ deletedCount: z.number().int().min(0) }).meta({ example: { deletedCount: 12 } }),
+          200: z
+            .object({ deletedCount: z.number().int().min(0) })
+            .meta({ example: { deletedCount: 12 } })
+            .describe('How many messages were deleted'),
           400: ErrorSchema,
           401: ErrorSchema,
           403: ErrorSchema,

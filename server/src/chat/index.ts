@@ -20,6 +20,7 @@ export function registerChat(app: FastifyInstance): void {
     pingIntervalMs: config.WS_PING_INTERVAL_MS,
     sendBufferLimitBytes: config.CHAT_SEND_BUFFER_LIMIT_BYTES,
     logger: log,
+    onBroadcastSeconds: (seconds) => app.ctx.metrics.chatFanout.observe(seconds),
   });
   const throttle = createMessageThrottle({
     store,

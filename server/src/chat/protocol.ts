@@ -174,8 +174,9 @@ export const ChatMessageSchema = z
     userName: z.string(),
     userAvatar: z.string().nullable(),
     message: z.string(),
-    createdAt: z.string(),
-    editedAt: z.string().optional(),
+    // Documented as date-time (ISO 8601, UTC); written by the server, so not re-validated on output.
+    createdAt: z.string().meta({ format: 'date-time' }),
+    editedAt: z.string().meta({ format: 'date-time' }).optional(),
     clientMessageId: z.string().optional(),
   })
   .meta({

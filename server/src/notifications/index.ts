@@ -81,7 +81,10 @@ export function registerNotifications(app: FastifyInstance): void {
       logger.warn({ issues: parsed.error.issues.slice(0, 3) }, 'malformed notification bus message dropped');
       return;
     }
-    hub.onBusMessage(parsed.data);
+    const message = parsed.data;
+    // Sync messages only start repairs (reads); the fan-out figure is about writing events to streams.
+    if (message.kind === 'sync') hub.onBusMessage(message);
+    else app.ctx.metrics.time(app.ctx.metrics.sseFanout, () => hub.onBusMessage(message));
   });
   // Messages may have been lost while the bus was degraded: repair streams and re-check sessions now.
   const offRecovered = realtime.onRecovered(() => void hub.converge());

@@ -50,7 +50,9 @@ export function registerNotificationRoutes(
           'Paged list; `filter` by read state, `type`, and `search` (case-insensitive substring of title or content; `%`, `_`, `\\` match literally).',
         querystring: ListQuerySchema,
         response: {
-          200: z.object({ notifications: z.array(NotificationSchema), pagination: PaginationSchema }),
+          200: z
+            .object({ notifications: z.array(NotificationSchema), pagination: PaginationSchema })
+            .describe('One page of the caller’s notifications and the paging figures'),
           ...errors,
         },
       },
@@ -67,7 +69,11 @@ export function registerNotificationRoutes(
         security,
         summary: 'Counts by read state and by every type',
         description: 'Answers `If-None-Match` with 304 when the counts did not change (cheap polling).',
-        response: { 200: z.object({ counts: CountsSchema }), 304: NotModified, ...errors },
+        response: {
+          200: z.object({ counts: CountsSchema }).describe('Counts by read state and by type'),
+          304: NotModified,
+          ...errors,
+        },
       },
     },
     async (request, reply) => {
@@ -86,7 +92,9 @@ export function registerNotificationRoutes(
         summary: 'Unread count (served from the shared cache)',
         description: 'Answers `If-None-Match` with 304 when the count did not change (cheap polling).',
         response: {
-          200: z.object({ unreadCount: z.number().int().meta({ example: 3 }) }),
+          200: z
+            .object({ unreadCount: z.number().int().meta({ example: 3 }) })
+            .describe('The caller’s unread count'),
           304: NotModified,
           ...errors,
         },
@@ -106,7 +114,12 @@ export function registerNotificationRoutes(
         tags,
         security,
         summary: 'Mark every own notification read',
-        response: { 200: z.object({ updatedCount: z.number().int() }), ...errors },
+        response: {
+          200: z
+            .object({ updatedCount: z.number().int() })
+            .describe('How many notifications were marked read'),
+          ...errors,
+        },
       },
     },
     async (request) => ({ updatedCount: await service.markAllRead(authOf(request).user.id) }),
@@ -122,7 +135,10 @@ export function registerNotificationRoutes(
         summary: 'Mark one notification read or unread',
         params: IdParams,
         body: z.strictObject({ read: z.boolean() }).meta({ example: { read: true } }),
-        response: { 200: z.object({ notification: NotificationSchema }), ...errors },
+        response: {
+          200: z.object({ notification: NotificationSchema }).describe('The updated notification'),
+          ...errors,
+        },
       },
     },
     async (request) => ({
@@ -138,7 +154,10 @@ export function registerNotificationRoutes(
         tags,
         security,
         summary: 'Delete every own notification',
-        response: { 200: z.object({ deletedCount: z.number().int() }), ...errors },
+        response: {
+          200: z.object({ deletedCount: z.number().int() }).describe('How many notifications were deleted'),
+          ...errors,
+        },
       },
     },
     async (request) => ({ deletedCount: await service.removeAll(authOf(request).user.id) }),
@@ -153,7 +172,10 @@ export function registerNotificationRoutes(
         security,
         summary: 'Delete one notification',
         params: IdParams,
-        response: { 200: z.object({ notificationId: z.string() }), ...errors },
+        response: {
+          200: z.object({ notificationId: z.string() }).describe('The id of the deleted notification'),
+          ...errors,
+        },
       },
     },
     async (request) => ({ notificationId: await service.remove(authOf(request).user.id, request.params.id) }),
@@ -167,7 +189,10 @@ export function registerNotificationRoutes(
         tags,
         security,
         summary: 'Own delivery preferences (created with defaults on first read)',
-        response: { 200: z.object({ preferences: PreferencesSchema }), ...errors },
+        response: {
+          200: z.object({ preferences: PreferencesSchema }).describe('The caller’s delivery preferences'),
+          ...errors,
+        },
       },
     },
     async (request) => ({ preferences: await service.getPreferences(authOf(request).user.id) }),
@@ -186,7 +211,12 @@ export function registerNotificationRoutes(
         body: PreferencesPatchSchema.meta({
           example: { emailEnabled: true, emailTypes: ['mention', 'warning'] },
         }),
-        response: { 200: z.object({ preferences: PreferencesSchema }), ...errors },
+        response: {
+          200: z
+            .object({ preferences: PreferencesSchema })
+            .describe('The preferences as stored after the update'),
+          ...errors,
+        },
       },
     },
     async (request) => ({
@@ -203,7 +233,9 @@ export function registerNotificationRoutes(
         security,
         summary: "Refresh the caller's presence cluster-wide",
         response: {
-          200: z.object({ timestamp: z.number().int().meta({ example: 1735732800000 }) }),
+          200: z
+            .object({ timestamp: z.number().int().meta({ example: 1735732800000 }) })
+            .describe('Presence refreshed; the server time in epoch ms'),
           ...errors,
         },
       },
@@ -232,7 +264,12 @@ export function registerNotificationRoutes(
           'text/event-stream. Each event has `id` (resume cursor), `event` and JSON `data` with a `type` equal to the event name: connected, new_notification, notification_updated, notification_deleted, notifications_cleared, unread_count_changed, keep_alive, error. Reconnect with `Last-Event-ID` to receive every missed state-changing event (new_notification, notification_updated, notification_deleted, notifications_cleared, unread_count_changed) in order; `connected` carries `resumed`, `replayed` and `resync` (true: refetch the list and counts).',
         headers: z.object({ 'last-event-id': z.string().optional() }),
         response: {
-          200: z.string().describe('text/event-stream'),
+          // Declared per media type: the stream is not JSON (only its errors, sent before it opens, are).
+          200: {
+            description:
+              'The event stream (first event `connected`), open until the client or server ends it',
+            content: { 'text/event-stream': { schema: z.string() } },
+          },
           401: ErrorSchema,
           429: ErrorSchema,
           503: ErrorSchema,

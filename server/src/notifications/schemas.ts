@@ -130,6 +130,12 @@ export const DELIVERY_STRATEGIES = ['sse', 'email', 'push'] as const;
 export const StrategyNameSchema = z.enum(DELIVERY_STRATEGIES);
 export type StrategyName = z.infer<typeof StrategyNameSchema>;
 
+/**
+ * An ISO 8601 UTC timestamp as the service writes it (`Date#toISOString`). Documented as `date-time` without
+ * re-validating on output: the values are produced by the server, never taken from input.
+ */
+export const Timestamp = z.string().meta({ format: 'date-time', example: '2025-01-01T12:00:00.000Z' });
+
 export const NotificationSchema = z
   .object({
     id: z.string(),
@@ -139,8 +145,8 @@ export const NotificationSchema = z
     content: z.string(),
     metadata: z.record(z.string(), z.unknown()),
     read: z.boolean(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
   })
   .meta({
     example: {
@@ -166,8 +172,8 @@ export const PreferencesSchema = z
     pushEnabled: z.boolean(),
     emailTypes: z.array(NotificationTypeSchema),
     pushTypes: z.array(NotificationTypeSchema),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
   })
   .meta({
     example: {

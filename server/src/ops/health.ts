@@ -37,7 +37,13 @@ export function registerHealth(app: FastifyInstance): void {
       schema: {
         tags: ['operations'],
         summary: 'Liveness and readiness',
-        response: { 200: HealthSchema, 503: HealthSchema },
+        description:
+          'No authentication and no rate limit, for load balancers. `degraded`: the shared store is down; every ' +
+          'feature still works on this instance.',
+        response: {
+          200: HealthSchema.describe('Serving: `ok`, or `degraded` while the shared store is unreachable'),
+          503: HealthSchema.describe('Not serving: shutting down, or the database is unreachable'),
+        },
       },
     },
     async (_request, reply) => {

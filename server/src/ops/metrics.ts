@@ -1,4 +1,5 @@
-// Owns GET /metrics: the contract's JSON report (CONTRACT §8) and the same figures in Prometheus text format.
+// Owns GET /metrics: the contract's JSON report (CONTRACT §8) and, through ops/prometheus.ts, the same figures
+// plus latency histograms and process metrics in Prometheus text format.
 // Access: `Authorization: Bearer <METRICS_API_KEY>` (compared in constant time) or an admin session. No
 // credentials → 401; a wrong key or a non-admin session → 403; with no key configured only admins pass.
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -9,6 +10,7 @@ import type { AppContext } from '../app.js';
 import { forbidden, unauthorized } from '../http/errors.js';
 import { registerRealtimeTestRoutes } from '../realtime/test-routes.js';
 import type { InstanceRecord } from '../realtime/types.js';
+import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
 
 const InstanceSchema = z.object({
   instanceId: z.string(),
@@ -163,121 +165,6 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
   };
 }
 
-function escapeLabel(value: string): string {
-  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-}
-
-/** Prometheus text exposition format 0.0.4. */
-export function toPrometheus(report: MetricsReport, latencySumMs: number, latencyCount: number): string {
-  const lines: string[] = [];
-  const self = `instance="${escapeLabel(report.instanceId)}"`;
-  const metric = (name: string, type: 'counter' | 'gauge', help: string, value: number | boolean) => {
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name}{${self}} ${Number(value)}`);
-  };
-  metric(
-    'herald_distributed_mode',
-    'gauge',
-    '1 when the instance runs with the shared store.',
-    report.distributedMode,
-  );
-  metric('herald_uptime_seconds', 'gauge', 'Seconds since the instance started.', report.pubsub.uptime);
-  metric(
-    'herald_pubsub_messages_published_total',
-    'counter',
-    'Bus messages published.',
-    report.pubsub.messagesPublished,
-  );
-  metric(
-    'herald_pubsub_messages_received_total',
-    'counter',
-    'Bus messages received from other instances.',
-    report.pubsub.messagesReceived,
-  );
-  metric(
-    'herald_pubsub_publish_failures_total',
-    'counter',
-    'Bus publishes that did not reach the store.',
-    report.pubsub.publishFailures,
-  );
-  metric(
-    'herald_pubsub_malformed_dropped_total',
-    'counter',
-    'Invalid bus messages dropped.',
-    report.bus.malformedDropped,
-  );
-  metric(
-    'herald_pubsub_duplicates_dropped_total',
-    'counter',
-    'Duplicate bus messages dropped.',
-    report.bus.duplicatesDropped,
-  );
-  metric(
-    'herald_pubsub_degraded_transitions_total',
-    'counter',
-    'Times the bus entered degraded mode.',
-    report.bus.degradedTransitions,
-  );
-  metric('herald_pubsub_latency_ms_sum', 'counter', 'Sum of bus delivery latencies (ms).', latencySumMs);
-  metric('herald_pubsub_latency_ms_count', 'counter', 'Number of latency samples.', latencyCount);
-  metric(
-    'herald_pubsub_average_latency_ms',
-    'gauge',
-    'Average bus delivery latency (ms).',
-    report.pubsub.averageLatencyMs,
-  );
-  metric(
-    'herald_pubsub_max_latency_ms',
-    'gauge',
-    'Largest bus delivery latency seen (ms).',
-    report.pubsub.maxLatencyMs,
-  );
-  metric(
-    'herald_pubsub_degraded',
-    'gauge',
-    '1 while the store is unreachable (local-only delivery).',
-    report.pubsub.isDegraded,
-  );
-  metric(
-    'herald_chat_connected_clients',
-    'gauge',
-    'Chat sockets open on this instance.',
-    report.chat.connectedClients,
-  );
-  metric(
-    'herald_cluster_active_instances',
-    'gauge',
-    'Live instances in the cluster registry.',
-    report.cluster.activeInstances,
-  );
-  if (report.email) {
-    metric('herald_email_queue_pending', 'gauge', 'Emails queued and not yet sent.', report.email.pending);
-    metric('herald_email_queue_failed', 'gauge', 'Emails given up (last 7 days).', report.email.failed);
-    metric(
-      'herald_email_send_failures_total',
-      'counter',
-      'Failed email send attempts on this instance.',
-      report.email.attemptFailures,
-    );
-  }
-  const perInstance = (name: string, help: string, pick: (r: InstanceRecord) => number) => {
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
-    for (const r of report.cluster.instances) {
-      lines.push(`${name}{${self},member="${escapeLabel(r.instanceId)}"} ${pick(r)}`);
-    }
-  };
-  perInstance(
-    'herald_cluster_instance_connected_clients',
-    'Chat sockets per live instance.',
-    (r) => r.connectedClients,
-  );
-  perInstance(
-    'herald_cluster_instance_last_heartbeat_ms',
-    'Last heartbeat per live instance (epoch ms).',
-    (r) => r.lastHeartbeat,
-  );
-  return `${lines.join('\n')}\n`;
-}
-
 function wantsPrometheus(request: FastifyRequest, format: string | undefined): boolean {
   if (format) return format === 'prometheus';
   const accept = request.headers.accept ?? '';
@@ -293,13 +180,22 @@ export function registerMetrics(app: FastifyInstance): void {
       schema: {
         tags: ['operations'],
         summary: 'Instance and cluster metrics (JSON or Prometheus text)',
+        // Either credential passes: a scraper's bearer key, or an administrator's session cookie.
+        security: [{ metricsKey: [] }, { session: [] }],
         description:
           'Admin session or `Authorization: Bearer <METRICS_API_KEY>`. No credentials → 401; a wrong key or a ' +
           'non-admin session → 403. With `Accept: text/plain` or `?format=prometheus` the same figures in ' +
           'Prometheus text format (version 0.0.4).',
         querystring: z.object({ format: z.enum(['json', 'prometheus']).optional() }),
         response: {
-          200: z.union([MetricsSchema, z.string().describe('Prometheus text format (text/plain)')]),
+          200: {
+            description:
+              'The report: JSON by default, Prometheus text with `Accept: text/plain` or `?format=prometheus`',
+            content: {
+              'application/json': { schema: MetricsSchema },
+              'text/plain; version=0.0.4': { schema: z.string() },
+            },
+          },
           401: ErrorSchema,
           403: ErrorSchema,
         },
@@ -310,10 +206,10 @@ export function registerMetrics(app: FastifyInstance): void {
       const report = await collectMetrics(app.ctx);
       reply.header('cache-control', 'no-store');
       if (wantsPrometheus(request, request.query.format)) {
-        const stats = app.ctx.realtime.bus.stats();
-        return reply
-          .type('text/plain; version=0.0.4; charset=utf-8')
-          .send(toPrometheus(report, stats.latencySumMs, stats.latencyCount));
+        const text = await app.ctx.metrics.render(report, {
+          sseStreams: app.notificationStreams.stats().streams,
+        });
+        return reply.type(PROMETHEUS_CONTENT_TYPE).send(text);
       }
       return report;
     },

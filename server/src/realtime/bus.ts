@@ -67,9 +67,13 @@ export class BusCounters {
   latencyMax = 0;
   degradedTransitions = 0;
 
+  /** `onLatencySeconds` feeds the Prometheus histogram (ops/prometheus.ts) with each sample. */
+  constructor(private readonly onLatencySeconds?: (seconds: number) => void) {}
+
   recordLatency(ms: number): void {
     // Clocks of two machines can disagree by a little; a negative latency means "as good as instant".
     const value = Math.max(0, ms);
+    this.onLatencySeconds?.(value / 1000);
     this.latencySum += value;
     this.latencyCount++;
     if (value > this.latencyMax) this.latencyMax = value;

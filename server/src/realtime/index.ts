@@ -20,6 +20,8 @@ export interface RealtimeDeps {
   logger: Logger;
   /** When given, presence removal and deregistration are registered as shutdown steps. */
   lifecycle?: Lifecycle;
+  /** Receives each bus message's delivery latency (the Prometheus histogram). */
+  onBusLatencySeconds?: (seconds: number) => void;
 }
 
 export interface RealtimeCore extends Realtime {
@@ -48,7 +50,13 @@ function isUserDisconnect(value: unknown): value is UserDisconnect {
   );
 }
 
-export function createRealtime({ config, store, logger, lifecycle }: RealtimeDeps): RealtimeCore {
+export function createRealtime({
+  config,
+  store,
+  logger,
+  lifecycle,
+  onBusLatencySeconds,
+}: RealtimeDeps): RealtimeCore {
   const startedAt = Date.now();
   const instanceId = config.INSTANCE_ID;
   const keys = realtimeKeys(store.prefix);
@@ -65,6 +73,7 @@ export function createRealtime({ config, store, logger, lifecycle }: RealtimeDep
         maxPayloadBytes: config.BUS_MAX_PAYLOAD_BYTES,
         dedupWindowMs: config.DEDUP_WINDOW_MS,
         logger: log,
+        onLatencySeconds: onBusLatencySeconds,
       })
     : undefined;
   const bus: Bus =

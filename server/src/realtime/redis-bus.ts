@@ -20,6 +20,8 @@ export interface RedisBusOptions {
   maxPayloadBytes: number;
   dedupWindowMs: number;
   logger: Logger;
+  /** Each received message's latency, for the Prometheus histogram. */
+  onLatencySeconds?: (seconds: number) => void;
 }
 
 export interface RedisBus extends Bus {
@@ -34,7 +36,7 @@ export interface RedisBus extends Bus {
 export function createRedisBus(options: RedisBusOptions): RedisBus {
   const { instanceId, pub, sub, channel, logger } = options;
   const connections = [pub, sub, ...(options.watch ?? [])];
-  const counters = new BusCounters();
+  const counters = new BusCounters(options.onLatencySeconds);
   const local = new LocalDispatcher((topic, err) => logger.error({ topic, err }, 'bus handler failed'));
   const fallback = createLocalBus(instanceId, local, counters, true);
   const dedup = createDedup(options.dedupWindowMs);

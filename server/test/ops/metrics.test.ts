@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, type TestUser } from '../helpers/users.js';
 
 const KEY = 'metrics-key-0123456789-0123456789-abcdef';
@@ -103,16 +103,112 @@ describe('GET /metrics', () => {
       expect(res.statusCode).toBe(200);
       expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
       const id = app.ctx.config.INSTANCE_ID;
-      expect(res.body).toContain('# TYPE herald_pubsub_messages_published_total counter');
-      expect(res.body).toMatch(
-        new RegExp(`herald_pubsub_messages_published_total\\{instance="${id}"\\} \\d+`),
-      );
-      expect(res.body).toContain(`herald_pubsub_degraded{instance="${id}"} 0`);
-      expect(res.body).toContain(`herald_cluster_active_instances{instance="${id}"} 1`);
-      for (const line of res.body.trim().split('\n')) {
-        expect(line).toMatch(/^(# (HELP|TYPE) \w+ .+|\w+\{[^}]*\} -?[\d.e+-]+)$/);
-      }
+      const { types, samples } = parsePrometheus(res.body);
+      expect(types.get('herald_pubsub_messages_published_total')).toBe('counter');
+      expect(sample(samples, 'herald_pubsub_messages_published_total')?.labels).toEqual({ instance_id: id });
+      expect(sample(samples, 'herald_pubsub_degraded')?.value).toBe(0);
+      expect(sample(samples, 'herald_cluster_active_instances')?.value).toBe(1);
+      expect(sample(samples, 'herald_cluster_instance_chat_sockets', { member: id })).toBeDefined();
     }
+  });
+
+  it('follows Prometheus conventions: prefix, base units, _total counters, histograms, no instance/job label', async () => {
+    const { types, samples } = parsePrometheus(
+      (await get({ authorization: `Bearer ${KEY}` }, '/metrics?format=prometheus')).body,
+    );
+    for (const [name, type] of types) {
+      expect(name, name).toMatch(/^herald_[a-z0-9_]+$/);
+      // Base units only: no milliseconds, kilobytes, …
+      expect(name, name).not.toMatch(/_(ms|milliseconds|minutes|hours|kb|kilobytes|mb|megabytes)(_|$)/);
+      if (type === 'counter') expect(name, name).toMatch(/_total$/);
+      else expect(name, name).not.toMatch(/_total$/);
+    }
+    for (const s of samples) {
+      expect(s.labels, s.name).not.toHaveProperty('instance');
+      expect(s.labels, s.name).not.toHaveProperty('job');
+    }
+    // Latency histograms, in seconds.
+    for (const name of [
+      'herald_http_request_duration_seconds',
+      'herald_pubsub_latency_seconds',
+      'herald_sse_fanout_duration_seconds',
+      'herald_chat_fanout_duration_seconds',
+    ])
+      expect(types.get(name), name).toBe('histogram');
+    // Connections, email queue and process/runtime figures.
+    for (const name of [
+      'herald_sse_open_streams',
+      'herald_chat_open_sockets',
+      'herald_email_queue_pending',
+      'herald_email_queue_failed',
+      'herald_email_send_failures_total',
+      'herald_nodejs_eventloop_lag_seconds',
+      'herald_nodejs_heap_size_used_bytes',
+      'herald_process_resident_memory_bytes',
+    ])
+      expect(types.has(name), name).toBe(true);
+    expect(types.get('herald_nodejs_gc_duration_seconds')).toBe('histogram');
+  });
+
+  it('counts HTTP requests by route template, and SSE streams and fan-out', async () => {
+    const scrape = async () =>
+      parsePrometheus((await get({ authorization: `Bearer ${KEY}` }, '/metrics?format=prometheus')).body)
+        .samples;
+    const route = { route: '/notification/unread-count', method: 'GET', status_class: '2xx' };
+    const countOf = (samples: Sample[]) =>
+      sample(samples, 'herald_http_request_duration_seconds_count', route)?.value ?? 0;
+    const before = await scrape();
+    for (let i = 0; i < 3; i++) {
+      const res = await app.inject({
+        method: 'GET',
+        url: '/notification/unread-count',
+        headers: { cookie: user.cookie },
+      });
+      expect(res.statusCode).toBe(200);
+    }
+    const after = await scrape();
+    expect(countOf(after) - countOf(before)).toBe(3);
+    // Buckets are cumulative and end in +Inf equal to the count.
+    const inf = sample(after, 'herald_http_request_duration_seconds_bucket', { ...route, le: '+Inf' });
+    expect(inf?.value).toBe(countOf(after));
+    expect(
+      after.filter(
+        (s) => s.name === 'herald_http_request_duration_seconds_bucket' && s.labels.route === route.route,
+      ).length,
+    ).toBeGreaterThan(5);
+    // A 401 is its own status class.
+    await app.inject({ method: 'GET', url: '/notification/unread-count' });
+    expect(
+      sample(await scrape(), 'herald_http_request_duration_seconds_count', { ...route, status_class: '4xx' })
+        ?.value,
+    ).toBeGreaterThanOrEqual(1);
+    // An admin send fans out to the recipient's open stream on this instance.
+    const fanouts = (samples: Sample[]) =>
+      sample(samples, 'herald_sse_fanout_duration_seconds_count')?.value ?? 0;
+    const fanoutBefore = fanouts(after);
+    const address = await app.listen({ port: 0, host: '127.0.0.1' });
+    const controller = new AbortController();
+    const stream = await fetch(`${address}/notification/stream`, {
+      headers: { cookie: user.cookie },
+      signal: controller.signal,
+    });
+    expect(stream.status).toBe(200);
+    const reader = stream.body?.getReader();
+    await reader?.read(); // `connected`
+    expect(sample(await scrape(), 'herald_sse_open_streams')?.value).toBe(1);
+    const send = await app.inject({
+      method: 'POST',
+      url: '/admin/notifications/send',
+      headers: { cookie: admin.cookie, 'content-type': 'application/json', origin: TEST_ORIGIN },
+      payload: {
+        target: { scope: 'users', identifiers: [user.email] },
+        notification: { type: 'info', title: 'Hi', content: 'Fan-out' },
+      },
+    });
+    expect(send.statusCode).toBe(200);
+    await reader?.read(); // the new notification
+    expect(fanouts(await scrape())).toBeGreaterThan(fanoutBefore);
+    controller.abort();
   });
 
   it('rejects an unknown format', async () => {
@@ -165,3 +261,36 @@ describe('METRICS_API_KEY at start-up', () => {
     expect(stderr).toContain('METRICS_API_KEY must be at least 32 characters long');
   });
 });
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** A strict reader of the text exposition format 0.0.4: every line must be HELP, TYPE or a sample. */
+function parsePrometheus(text: string): { types: Map<string, string>; samples: Sample[] } {
+  const types = new Map<string, string>();
+  const samples: Sample[] = [];
+  for (const line of text.trim().split('\n')) {
+    const type = /^# TYPE (\w+) (counter|gauge|histogram|summary|untyped)$/.exec(line);
+    if (type?.[1] && type[2]) {
+      types.set(type[1], type[2]);
+      continue;
+    }
+    // prom-client separates metric families with an empty line.
+    if (line === '' || /^# HELP \w+ .*$/.test(line)) continue;
+    // Values are Go floats: NaN in any case (prom-client writes `Nan`), ±Inf.
+    const m = /^(\w+)(?:\{(.*)\})? (-?[\d.e+-]+|[Nn][Aa][Nn]|[+-]Inf)$/.exec(line);
+    expect(m, line).not.toBeNull();
+    if (!m?.[1] || m[3] === undefined) continue;
+    const labels: Record<string, string> = {};
+    for (const [, k, v] of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) if (k) labels[k] = v ?? '';
+    samples.push({ name: m[1], labels, value: Number(m[3].replace('Inf', 'Infinity')) });
+  }
+  return { types, samples };
+}
+
+function sample(samples: Sample[], name: string, labels: Record<string, string> = {}): Sample | undefined {
+  return samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+}
