@@ -19,7 +19,7 @@ import {
   type TestCluster,
 } from '../server/test/helpers/cluster.js';
 import { parseFrame, type SseEvent } from '../server/test/notifications/sse-client.js';
-import { percentile } from './_lib.js';
+import { ONE_ADDRESS_LIMITS, percentile } from './_lib.js';
 
 export const LOGGED = new Set([
   'new_notification',
@@ -88,6 +88,7 @@ export async function setupFault(opts: {
   const cluster = await startCluster({
     instances: opts.instances,
     env: {
+      ...ONE_ADDRESS_LIMITS,
       LOG_LEVEL: 'warn',
       AUTH_RATE_LIMIT_MAX: '100000000',
       ADMIN_EMAILS: ADMIN_EMAIL,

@@ -33,3 +33,13 @@ export function rssOfPort(port: number): number {
     return Number.NaN;
   }
 }
+
+/**
+ * Every benchmark client connects from 127.0.0.1, so the per-address caps that protect a real deployment (HTTP
+ * connections, SSE streams and stream opens per client IP) would refuse the load itself: lift them.
+ */
+export const ONE_ADDRESS_LIMITS: Record<string, string> = {
+  HTTP_MAX_CONNECTIONS_PER_IP: '0',
+  SSE_MAX_STREAMS_PER_IP: '1000000',
+  SSE_OPEN_RATE_LIMIT: '1000000',
+};

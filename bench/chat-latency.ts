@@ -7,7 +7,7 @@ import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
-import { flagArg, numberArg, percentile, rssOfPort } from './_lib.js';
+import { flagArg, numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort } from './_lib.js';
 
 const SOCKETS = numberArg('sockets', 1000);
 const RATE = numberArg('rate', 100);
@@ -119,6 +119,7 @@ async function main() {
   const cluster = await startCluster({
     instances: 2,
     env: {
+      ...ONE_ADDRESS_LIMITS,
       LOG_LEVEL: 'warn',
       CHAT_THROTTLE_LIMIT: '1000000',
       CHAT_FRAME_LIMIT: '1000000',

@@ -5,7 +5,7 @@
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
-import { numberArg } from './_lib.js';
+import { numberArg, ONE_ADDRESS_LIMITS } from './_lib.js';
 
 const duration = numberArg('duration', 10);
 const connections = numberArg('connections', 100);
@@ -30,7 +30,7 @@ async function main() {
   // Production logging levels: request logs would otherwise dominate the measurement.
   const cluster = await startCluster({
     instances: 1,
-    env: { LOG_LEVEL: 'warn', AUTH_RATE_LIMIT_MAX: '1000000' },
+    env: { ...ONE_ADDRESS_LIMITS, LOG_LEVEL: 'warn', AUTH_RATE_LIMIT_MAX: '1000000' },
   });
   try {
     const base = cluster.url(0);

@@ -8,7 +8,7 @@ import http from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
-import { numberArg, percentile, rssOfPort } from './_lib.js';
+import { numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort } from './_lib.js';
 
 const USERS = numberArg('users', 5000);
 const SIGNIN_CONCURRENCY = numberArg('signin-concurrency', 16);
@@ -135,6 +135,7 @@ async function main() {
   const cluster = await startCluster({
     instances: 2,
     env: {
+      ...ONE_ADDRESS_LIMITS,
       LOG_LEVEL: 'warn',
       AUTH_RATE_LIMIT_MAX: '100000000',
       // The harness shrinks keep-alives to 1 s for tests; use the production default so N streams do not
