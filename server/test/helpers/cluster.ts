@@ -101,6 +101,8 @@ interface Instance {
   listeners: Set<(line: string) => void>;
 }
 
+const START_TIMEOUT_MS = 50_000;
+
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -289,10 +291,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
 
   try {
     // Start the first one alone so it runs the migrations; the others then find them done.
+    // A cold start (tsx transform, migrations) on a loaded 2-core machine can take longer than a restart in a
+    // test: give it the hook's budget rather than the 30 s default.
     spawnInstance(0);
-    await waitForHealth(0, options.waitFor ?? 'ok');
+    await waitForHealth(0, options.waitFor ?? 'ok', START_TIMEOUT_MS);
     for (let i = 1; i < size; i++) spawnInstance(i);
-    await Promise.all(instances.slice(1).map((_, i) => waitForHealth(i + 1, options.waitFor ?? 'ok')));
+    await Promise.all(
+      instances.slice(1).map((_, i) => waitForHealth(i + 1, options.waitFor ?? 'ok', START_TIMEOUT_MS)),
+    );
   } catch (err) {
     await cluster.close();
     throw err;
