@@ -55,7 +55,7 @@ function consoleLogger(): Logger {
       process.stderr.write(`${level}: ${text}\n`);
     };
   const noop = () => {};
-  const logger = {
+  const logger: Logger = {
     level: 'info',
     fatal: write('fatal'),
     error: write('error'),
@@ -63,10 +63,9 @@ function consoleLogger(): Logger {
     info: noop,
     debug: noop,
     trace: noop,
-    silent: noop,
     child: () => logger,
   };
-  return logger as unknown as Logger;
+  return logger;
 }
 
 export async function migrate(config: Config): Promise<void> {
