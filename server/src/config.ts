@@ -3,6 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { sanitizeInstanceId } from './realtime/instance-id.js';
 
 const bool = (fallback: boolean) =>
   z
@@ -83,12 +84,6 @@ function normalizeOrigin(entry: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Instance ids end up in Redis keys, logs and metrics: keep them to a safe alphabet and length. */
-export function sanitizeInstanceId(raw: string): string {
-  const cleaned = raw.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64);
-  return cleaned.replace(/^-+|-+$/g, '') || `api-${randomUUID()}`;
 }
 
 /** Social providers better-auth ships; any other SOCIAL_PROVIDER id needs SOCIAL_ISSUER (generic OIDC). */

@@ -13,7 +13,7 @@ import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
 import { actionEmail, type Mail } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
-import type { Realtime, UserDisconnect } from '../realtime/types.js';
+import type { Realtime, UserDisconnect } from '../realtime/index.js';
 import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
 
 export { AUTH_STORE_PREFIX } from './revocation.js';

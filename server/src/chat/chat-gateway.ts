@@ -9,7 +9,7 @@ import proxyaddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { AuthContext } from '../auth/guard.js';
-import type { ChatRole, PresenceCounts } from '../realtime/types.js';
+import type { ChatRole, PresenceCounts } from '../realtime/index.js';
 import type { ChatConnection, ChatHub, ChatIdentity } from './chat-hub.js';
 import type { ChatService, HistoryCache } from './chat-service.js';
 import { ChatErrorCode, ChatLimits, encode } from './protocol.js';

@@ -3,7 +3,7 @@
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../infra/logger.js';
-import type { ChatRole } from '../realtime/types.js';
+import type { ChatRole } from '../realtime/index.js';
 import { CloseCode } from './protocol.js';
 
 export interface ChatIdentity {

@@ -3,7 +3,7 @@
 // connect, so a reconnect storm costs one query instead of one per socket.
 import type { RawData } from 'ws';
 import type { Logger } from '../infra/logger.js';
-import type { Bus } from '../realtime/bus.js';
+import type { Bus } from '../realtime/index.js';
 import type { ChatConnection, ChatHub, ChatIdentity } from './chat-hub.js';
 import type { ChatRepository } from './chat-repository.js';
 import {

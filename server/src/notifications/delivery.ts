@@ -7,7 +7,7 @@
 
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
-import type { Presence } from '../realtime/types.js';
+import type { Presence } from '../realtime/index.js';
 import { notificationEmail } from './email.js';
 import type { NotificationRepository } from './repository.js';
 import { DELIVERY_STRATEGIES, type StrategyName } from './schemas.js';

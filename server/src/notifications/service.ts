@@ -3,7 +3,7 @@
 // create notifications through createForUser / createForUsers.
 import { AppError, notFound, validationError } from '../http/errors.js';
 import type { Logger } from '../infra/logger.js';
-import type { Realtime } from '../realtime/types.js';
+import type { Realtime } from '../realtime/index.js';
 import type { Delivery, DeliveryItem } from './delivery.js';
 import {
   type BatchMessage,

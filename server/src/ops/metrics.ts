@@ -6,10 +6,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AppContext } from '../app.js';
+import type { AppContext } from '../context.js';
 import { forbidden, unauthorized } from '../http/errors.js';
-import { registerRealtimeTestRoutes } from '../realtime/test-routes.js';
-import type { InstanceRecord } from '../realtime/types.js';
+import type { InstanceRecord } from '../realtime/index.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
 
 const InstanceSchema = z.object({
@@ -130,20 +129,18 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
   const { realtime, config } = ctx;
   const stats = realtime.bus.stats();
   const now = Date.now();
-  const startedAt = realtime.startedAt ?? now - Math.round(process.uptime() * 1000);
+  const startedAt = realtime.startedAt;
   const localClients = realtime.presence.localChatConnections();
   // The queue figures need the database; a report without them beats no report during a database outage.
   const email = await ctx.outbox.stats().catch((err: unknown) => {
     ctx.logger.warn({ err }, 'metrics: email queue figures unavailable');
     return undefined;
   });
-  const instances: InstanceRecord[] = realtime.instances
-    ? await realtime.instances()
-    : [{ instanceId: config.INSTANCE_ID, startedAt, lastHeartbeat: now, connectedClients: localClients }];
+  const instances: InstanceRecord[] = await realtime.instances();
   return {
     timestamp: now,
     instanceId: config.INSTANCE_ID,
-    distributedMode: realtime.distributed ?? config.distributed,
+    distributedMode: realtime.distributed,
     pubsub: {
       messagesPublished: stats.messagesPublished,
       messagesReceived: stats.messagesReceived,
@@ -172,8 +169,6 @@ function wantsPrometheus(request: FastifyRequest, format: string | undefined): b
 }
 
 export function registerMetrics(app: FastifyInstance): void {
-  // Test-only observation routes of the real-time core (NODE_ENV=test only), kept with the ops surface.
-  registerRealtimeTestRoutes(app);
   app.withTypeProvider<ZodTypeProvider>().get(
     '/metrics',
     {
