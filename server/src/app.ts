@@ -31,6 +31,7 @@ import {
   type OpenApiDocument,
   securitySchemes,
 } from './http/openapi.js';
+import { parseTrustProxy } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
 import { createStore } from './infra/cache.js';
 import { createDatabase } from './infra/db.js';
@@ -294,17 +295,4 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   await app.ready();
   return app;
-}
-
-/** TRUST_PROXY: unset/false (socket address), true, a hop count, or a comma-separated list of proxy addresses/CIDRs. */
-function parseTrustProxy(
-  value: string | undefined,
-): boolean | string[] | ((address: string, hop: number) => boolean) {
-  if (value === undefined || value === 'false') return false;
-  if (value === 'true') return true;
-  if (/^\d+$/.test(value)) {
-    const hops = Number(value);
-    return (_address, hop) => hop < hops;
-  }
-  return value.split(',').map((v) => v.trim());
 }

@@ -4,17 +4,18 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
+import { noNul } from '../http/schemas.js';
 import { type Db, rowsOf } from '../infra/db.js';
 import { textArray } from '../notifications/repository.js';
 import {
   ContentSchema,
   MetadataSchema,
   NotificationTypeSchema,
-  noNul,
   StrategyNameSchema,
   TitleSchema,
 } from '../notifications/schemas.js';
 import type { NotificationService } from '../notifications/service.js';
+import { AdminErrorCode } from './errors.js';
 
 const Identifier = z.string().trim().min(1).max(320).refine(noNul, 'must not contain NUL characters');
 
@@ -93,7 +94,7 @@ export async function broadcast(
     createdCount += r.created.length + r.existing.length;
     for (const id of r.missingUserIds) {
       // Deleted between resolution and insert.
-      failures.push({ identifier: idToIdentifier?.get(id) ?? id, reason: 'NOT_FOUND' });
+      failures.push({ identifier: idToIdentifier?.get(id) ?? id, reason: AdminErrorCode.NOT_FOUND });
     }
   };
 
@@ -133,7 +134,7 @@ export async function broadcast(
   for (const identifier of identifiers) {
     const row = byId.get(identifier) ?? byEmail.get(identifier.toLowerCase());
     if (!row) {
-      failures.push({ identifier, reason: 'NOT_FOUND' });
+      failures.push({ identifier, reason: AdminErrorCode.NOT_FOUND });
       continue;
     }
     matched.set(row.id, row);

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authOf, requireAdmin } from '../auth/guard.js';
-import { ErrorSchema } from '../notifications/routes.js';
+import { ErrorSchema } from '../http/schemas.js';
 import { BroadcastBodySchema, BroadcastResultSchema, broadcast, broadcastSourceKey } from './broadcast.js';
 import { withIdempotency } from './idempotency.js';
 

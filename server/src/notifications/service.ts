@@ -5,6 +5,7 @@ import { AppError, notFound, validationError } from '../http/errors.js';
 import type { Logger } from '../infra/logger.js';
 import type { Realtime } from '../realtime/index.js';
 import type { Delivery, DeliveryItem } from './delivery.js';
+import { NotificationErrorCode } from './errors.js';
 import {
   type BatchMessage,
   MAX_EVENTS_PER_USER_MESSAGE,
@@ -132,7 +133,7 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     }
   };
 
-  const notFoundError = () => notFound('NOT_FOUND', 'Notification not found');
+  const notFoundError = () => notFound(NotificationErrorCode.NOT_FOUND, 'Notification not found');
   const uuidOrNotFound = (id: string) => {
     if (!UUID.test(id)) throw notFoundError();
     return id.toLowerCase();
@@ -248,7 +249,7 @@ export function createNotificationService(deps: NotificationServiceDeps) {
       const valid = validate(input);
       const { created, existing } = await createBatch([userId], valid, options);
       const first = created[0] ?? existing[0];
-      if (!first) throw new AppError(404, 'NOT_FOUND', 'User not found');
+      if (!first) throw new AppError(404, NotificationErrorCode.NOT_FOUND, 'User not found');
       return first;
     },
 

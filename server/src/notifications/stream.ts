@@ -13,6 +13,7 @@ import type { AuthContext } from '../auth/guard.js';
 import type { Logger } from '../infra/logger.js';
 import type { Presence } from '../realtime/index.js';
 import { openSse, type SseConnection, sseBody, sseIdLine } from '../realtime/index.js';
+import { NotificationErrorCode } from './errors.js';
 import type { BatchMessage, NotificationBusMessage, SseEventName } from './events.js';
 import type { NotificationRepository } from './repository.js';
 import type { Notification } from './schemas.js';
@@ -59,7 +60,11 @@ export interface StreamLimits {
 }
 
 /** Why a stream was refused before it opened; the route turns it into a 429. */
-export type Refusal = { code: 'TOO_MANY_STREAMS' | 'RATE_LIMITED'; message: string; retryAfterS: number };
+export type Refusal = {
+  code: typeof NotificationErrorCode.TOO_MANY_STREAMS | typeof NotificationErrorCode.RATE_LIMITED;
+  message: string;
+  retryAfterS: number;
+};
 
 /** What the client asked to resume from (the Last-Event-ID header). */
 export type ResumeRequest = { kind: 'none' } | { kind: 'cursor'; seq: number } | { kind: 'invalid' };
@@ -127,7 +132,11 @@ export function createStreamHub(deps: StreamHubDeps) {
         if ((first && first.seq !== entry.cursor + 1) || (!first && entry.cursor < entry.target)) {
           // Pruned from the log, or announced but not there (another database): an exact replay is
           // impossible; the reconnect is told `resync: true`.
-          closeEntry(entry, 'RESYNC_REQUIRED', 'Events were missed; reconnect to resynchronise');
+          closeEntry(
+            entry,
+            NotificationErrorCode.RESYNC_REQUIRED,
+            'Events were missed; reconnect to resynchronise',
+          );
           return;
         }
         for (const row of rows) {
@@ -138,7 +147,11 @@ export function createStreamHub(deps: StreamHubDeps) {
       }
     } catch (err) {
       deps.logger.warn({ err, userId: entry.userId }, 'SSE gap repair failed; closing the stream to resume');
-      closeEntry(entry, 'INTERNAL_ERROR', 'Could not deliver missed events; reconnect to resume');
+      closeEntry(
+        entry,
+        NotificationErrorCode.INTERNAL_ERROR,
+        'Could not deliver missed events; reconnect to resume',
+      );
       return;
     }
     const held = (entry.held ?? []).sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
@@ -236,7 +249,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       for (const entry of [...set]) {
         if (entry.conn.closed) continue;
         if (!(await deps.isSessionLive(entry.userId, entry.sessionId))) {
-          closeEntry(entry, 'SESSION_REVOKED', 'The session ended');
+          closeEntry(entry, NotificationErrorCode.SESSION_REVOKED, 'The session ended');
         }
       }
     }
@@ -260,7 +273,8 @@ export function createStreamHub(deps: StreamHubDeps) {
       for (const entry of set) {
         if (entry.held) continue;
         // Sessions are checked at connect; one that expires while the stream is open ends it here.
-        if (entry.expiresAt <= now) closeEntry(entry, 'SESSION_EXPIRED', 'Your session has expired');
+        if (entry.expiresAt <= now)
+          closeEntry(entry, NotificationErrorCode.SESSION_EXPIRED, 'Your session has expired');
         else apply(entry, { name: 'keep_alive', body }, memo);
       }
     }
@@ -292,7 +306,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       if (!set) return;
       for (const entry of [...set]) {
         if (sessionId && entry.sessionId !== sessionId) continue;
-        closeEntry(entry, 'SESSION_REVOKED', `The session ended (${reason})`);
+        closeEntry(entry, NotificationErrorCode.SESSION_REVOKED, `The session ended (${reason})`);
       }
     },
 
@@ -314,7 +328,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       const wait = Math.max(opens.hit(`u:${userId}`, now) ?? 0, opens.hit(`i:${ip}`, now) ?? 0);
       if (wait > 0) {
         return {
-          code: 'RATE_LIMITED',
+          code: NotificationErrorCode.RATE_LIMITED,
           message: 'Too many stream connections opened; retry later',
           retryAfterS: wait,
         };
@@ -324,7 +338,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         (perIp.get(ip) ?? 0) >= deps.limits.perIp
       ) {
         return {
-          code: 'TOO_MANY_STREAMS',
+          code: NotificationErrorCode.TOO_MANY_STREAMS,
           message: 'Too many open notification streams; close one (one per browser is enough)',
           retryAfterS: 5,
         };
@@ -350,7 +364,10 @@ export function createStreamHub(deps: StreamHubDeps) {
         // An empty id resets the browser's Last-Event-ID: the retry is a fresh connect, not a full replay.
         conn.end(
           sseIdLine('') +
-            eventBody('error', { code: 'INTERNAL_ERROR', message: 'Could not start the stream' }),
+            eventBody('error', {
+              code: NotificationErrorCode.INTERNAL_ERROR,
+              message: 'Could not start the stream',
+            }),
         );
         return;
       }
@@ -399,7 +416,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         if (s && s.size === 0) users.delete(userId);
       });
       if (closing) {
-        closeEntry(entry, 'SHUTTING_DOWN', 'The server is restarting; reconnect shortly');
+        closeEntry(entry, NotificationErrorCode.SHUTTING_DOWN, 'The server is restarting; reconnect shortly');
         return;
       }
       try {
@@ -436,7 +453,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         }
       } catch (err) {
         deps.logger.error({ err, userId }, 'SSE connect sequence failed');
-        closeEntry(entry, 'INTERNAL_ERROR', 'Could not start the stream');
+        closeEntry(entry, NotificationErrorCode.INTERNAL_ERROR, 'Could not start the stream');
         return;
       }
       // Live events that arrived meanwhile, in seq order; anything still missing triggers a repair.

@@ -8,6 +8,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { forbidden, unauthorized } from '../http/errors.js';
+import { ErrorSchema } from '../http/schemas.js';
 import type { InstanceRecord } from '../realtime/index.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
 
@@ -93,8 +94,6 @@ export const MetricsSchema = z
   });
 
 export type MetricsReport = z.infer<typeof MetricsSchema>;
-
-const ErrorSchema = z.object({ code: z.string(), message: z.string() });
 
 /** Hashing both sides first makes the comparison constant-time whatever the lengths. */
 function sameSecret(given: string, expected: string): boolean {
