@@ -5,7 +5,7 @@
 // Usage: npm run bench -- bus-latency [--rate 1000] [--seconds 10] [--bytes 200]
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
-import { createStore } from '../server/src/infra/cache.js';
+import { createStore } from '../server/src/infra/store.js';
 import { realtimeKeys } from '../server/src/realtime/keys.js';
 import { createRedisBus } from '../server/src/realtime/redis-bus.js';
 import { startRedisServer } from '../server/test/helpers/redis-server.js';

@@ -33,11 +33,11 @@ import {
 } from './http/openapi.js';
 import { parseTrustProxy } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
-import { createStore } from './infra/cache.js';
 import { createDatabase } from './infra/db.js';
 import { createEmailOutbox } from './infra/email-outbox.js';
 import { canPrettyPrint, loggerOptions } from './infra/logger.js';
 import { checkSmtp, createMailer } from './infra/mailer.js';
+import { createStore } from './infra/store.js';
 import { registerNotifications } from './notifications/index.js';
 import { registerHealth } from './ops/health.js';
 import { createLifecycle } from './ops/lifecycle.js';

@@ -7,13 +7,13 @@ import { eq } from 'drizzle-orm';
 import { createAuth, hashPassword } from './auth/auth.js';
 import { createRevocation, type Revocation } from './auth/revocation.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { createStore } from './infra/cache.js';
 import { DataDirLockedError } from './infra/data-dir-lock.js';
 import { createDatabase, type Database } from './infra/db.js';
 import { createEmailOutbox } from './infra/email-outbox.js';
 import type { Logger } from './infra/logger.js';
 import { createMailer } from './infra/mailer.js';
 import { user as userTable } from './infra/schema/index.js';
+import { createStore } from './infra/store.js';
 import { runRetention } from './notifications/retention.js';
 
 const USAGE = `Usage:

@@ -7,12 +7,12 @@ import { createAuthMiddleware } from 'better-auth/api';
 import { admin, genericOAuth, magicLink, openAPI, username } from 'better-auth/plugins';
 import { sql } from 'drizzle-orm';
 import { BUILT_IN_SOCIAL_PROVIDERS, type Config } from '../config.js';
-import type { Store } from '../infra/cache.js';
 import type { Db } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
 import { actionEmail, type Mail } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
+import type { Store } from '../infra/store.js';
 import type { Realtime, UserDisconnect } from '../realtime/index.js';
 import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
 

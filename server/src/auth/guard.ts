@@ -3,10 +3,10 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { forbidden, unauthorized } from '../http/errors.js';
-import type { Store } from '../infra/cache.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import { session as sessionTable, user as userTable } from '../infra/schema/index.js';
+import type { Store } from '../infra/store.js';
 import type { Auth } from './auth.js';
 import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
 

@@ -12,10 +12,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { and, eq, inArray } from 'drizzle-orm';
-import type { Store } from '../infra/cache.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import { authStoreRepair, session as sessionTable, user as userTable } from '../infra/schema/index.js';
+import type { Store } from '../infra/store.js';
 
 /** Prefix of better-auth's keys inside the store (the store adds the deployment prefix). */
 export const AUTH_STORE_PREFIX = 'auth:';

@@ -1,12 +1,12 @@
 // Registers the chat feature: the /chat WebSocket endpoint, its HTTP routes, the bus subscription that carries
 // chat events between instances, presence broadcasts, user disconnections and the shutdown steps.
 import type { FastifyInstance } from 'fastify';
-import { createChatGateway } from './chat-gateway.js';
-import { type ChatConnection, type ChatIdentity, createChatHub } from './chat-hub.js';
-import { createChatRepository } from './chat-repository.js';
-import { registerChatRoutes } from './chat-routes.js';
-import { createChatService, createHistoryCache } from './chat-service.js';
+import { createChatGateway } from './gateway.js';
+import { type ChatConnection, type ChatIdentity, createChatHub } from './hub.js';
 import { CHAT_BUS_TOPIC, ChatBusEventSchema, CloseCode, encode } from './protocol.js';
+import { createChatRepository } from './repository.js';
+import { registerChatRoutes } from './routes.js';
+import { createChatService, createHistoryCache } from './service.js';
 import { createMessageThrottle, createTypingThrottle } from './throttle.js';
 
 // The history sent on connect is cached per instance; bus events invalidate it, this bounds staleness otherwise.

@@ -2,8 +2,8 @@
 // holds across connections and instances; a per-instance in-memory window while the store is down or the bus is
 // degraded) and the per-user typing throttle (per instance: typing is ephemeral and cheap to over-deliver).
 import { withTimeout } from '../http/timeout.js';
-import type { Store } from '../infra/cache.js';
 import type { Logger } from '../infra/logger.js';
+import type { Store } from '../infra/store.js';
 import { ChatLimits } from './protocol.js';
 
 export type ThrottleResult = { ok: true } | { ok: false; retryAfterMs: number };

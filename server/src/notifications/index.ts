@@ -11,7 +11,7 @@ import { startRetentionJob } from './retention.js';
 import { registerNotificationRoutes } from './routes.js';
 import { actionUrlPolicy } from './schemas.js';
 import { createNotificationService, type NotificationService } from './service.js';
-import { createStreamHub, type StreamHub } from './stream.js';
+import { createStreamHub, type StreamHub } from './stream-hub.js';
 import { createUnreadCache } from './unread-cache.js';
 
 export { runRetention } from './retention.js';

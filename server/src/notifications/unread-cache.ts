@@ -7,8 +7,8 @@
 // version, which the writer's bump has already superseded. When the store is unreachable readers fall back to
 // the database, and failed bumps are retried until they succeed so no stale count survives the outage.
 import type { Redis } from 'ioredis';
-import type { Store } from '../infra/cache.js';
 import type { Logger } from '../infra/logger.js';
+import type { Store } from '../infra/store.js';
 
 export interface UnreadCache {
   /** The cached count, or the database count (cached when safe). Never stale after invalidate() returned. */

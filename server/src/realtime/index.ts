@@ -2,8 +2,8 @@
 // Redis bus with its degraded fallback, the cluster registry and presence in the store. Otherwise: the
 // in-process bus and local presence, and the registry lists this instance alone.
 import type { Config } from '../config.js';
-import type { Store } from '../infra/cache.js';
 import type { Logger } from '../infra/logger.js';
+import type { Store } from '../infra/store.js';
 import { type Bus, createMemoryBus } from './bus.js';
 import { realtimeKeys } from './keys.js';
 import { createPresence, type PresenceCore } from './presence.js';

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createStore, type Store } from '../../src/infra/cache.js';
+import { createStore, type Store } from '../../src/infra/store.js';
 import { type Bus, createDegradedBus, createMemoryBus, type Envelope } from '../../src/realtime/bus.js';
 import { realtimeKeys } from '../../src/realtime/keys.js';
 import { createRedisBus, type RedisBus } from '../../src/realtime/redis-bus.js';

@@ -4,8 +4,7 @@
 import type { RawData } from 'ws';
 import type { Logger } from '../infra/logger.js';
 import type { Bus } from '../realtime/index.js';
-import type { ChatConnection, ChatHub, ChatIdentity } from './chat-hub.js';
-import type { ChatRepository } from './chat-repository.js';
+import type { ChatConnection, ChatHub, ChatIdentity } from './hub.js';
 import {
   CHAT_BUS_TOPIC,
   type ChatBusEvent,
@@ -17,6 +16,7 @@ import {
   normalizeMessageText,
   parseClientFrame,
 } from './protocol.js';
+import type { ChatRepository } from './repository.js';
 import type { MessageThrottle, TypingThrottle } from './throttle.js';
 
 export interface HistoryCache {

@@ -6,8 +6,8 @@ import { z } from 'zod';
 import { authOf, requireAdmin, requireUser } from '../auth/guard.js';
 import { notFound } from '../http/errors.js';
 import { ErrorSchema, noNul } from '../http/schemas.js';
-import type { ChatRepository, HistoryCursor } from './chat-repository.js';
 import { ChatLimits, ChatMessageSchema } from './protocol.js';
+import type { ChatRepository, HistoryCursor } from './repository.js';
 
 // PostgreSQL timestamps start at 0001-01-01 (no year 0 on input) and the ISO form stops at 9999; a cursor outside
 // would make the query fail. Older than the earliest instant is an empty page; later than the latest is "all".

@@ -12,9 +12,9 @@ import type { AuthContext } from '../auth/guard.js';
 import { trustFunction } from '../http/proxy.js';
 import { withTimeout } from '../http/timeout.js';
 import type { ChatRole, PresenceCounts } from '../realtime/index.js';
-import type { ChatConnection, ChatHub, ChatIdentity } from './chat-hub.js';
-import type { ChatService, HistoryCache } from './chat-service.js';
+import type { ChatConnection, ChatHub, ChatIdentity } from './hub.js';
 import { ChatErrorCode, ChatLimits, encode } from './protocol.js';
+import type { ChatService, HistoryCache } from './service.js';
 import type { TypingThrottle } from './throttle.js';
 
 export const CHAT_PATH = '/chat';
