@@ -3,9 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authOf, requireAdmin } from '../auth/guard.js';
+import { withIdempotency } from '../http/idempotency.js';
 import { ErrorSchema } from '../http/schemas.js';
 import { BroadcastBodySchema, BroadcastResultSchema, broadcast, broadcastSourceKey } from './broadcast.js';
-import { withIdempotency } from './idempotency.js';
 
 export function registerAdmin(app: FastifyInstance): void {
   const { database, config, sessions } = app.ctx;

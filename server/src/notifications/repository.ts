@@ -1,6 +1,6 @@
 // Owns every SQL statement on the notification and notification_preference tables.
 import { type SQL, sql } from 'drizzle-orm';
-import { type Db, rowsOf } from '../infra/db.js';
+import { type Db, rowsOf, textArray } from '../infra/db.js';
 import {
   type Counts,
   DEFAULT_EMAIL_TYPES,
@@ -117,11 +117,6 @@ function toPreferences(row: PreferenceRow): Preferences {
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };
-}
-
-/** text[] parameter that works on node-postgres and PGlite alike. */
-export function textArray(values: string[]): SQL {
-  return sql`${`{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`}::text[]`;
 }
 
 export interface NewRowTemplate {

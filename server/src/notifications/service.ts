@@ -241,9 +241,6 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     updatePreferences: (userId: string, patch: PreferencesPatch): Promise<Preferences> =>
       repo.updatePreferences(userId, patch),
 
-    /** Validates action URLs against the allowlist (routes call this after schema validation). */
-    assertActionUrls: (input: NewNotification) => assertActionUrls(input.metadata, deps.policy),
-
     /** Creates one notification for one user, publishes it and runs delivery. 404 when the user is gone. */
     async createForUser(userId: string, input: NewNotification, options: CreateOptions = {}) {
       const valid = validate(input);
@@ -255,27 +252,28 @@ export function createNotificationService(deps: NotificationServiceDeps) {
 
     /**
      * Creates the same notification for many users in batches of BROADCAST_BATCH_SIZE (one multi-row insert,
-     * one bus message and one delivery pass per batch). The caller filters out banned users.
+     * one bus message and one delivery pass per batch). The caller filters out banned users. `existingCount`:
+     * users an interrupted earlier run with the same `sourceKey` had already reached (not created again).
      */
     async createForUsers(
       userIds: string[],
       input: NewNotification,
       options: CreateOptions = {},
-    ): Promise<{ createdCount: number; missingUserIds: string[] }> {
+    ): Promise<{ createdCount: number; existingCount: number; missingUserIds: string[] }> {
       const valid = validate(input);
       let createdCount = 0;
+      let existingCount = 0;
       const missing: string[] = [];
       for (let i = 0; i < userIds.length; i += deps.batchSize) {
         const r = await createBatch(userIds.slice(i, i + deps.batchSize), valid, options);
         createdCount += r.created.length;
+        existingCount += r.existing.length;
         missing.push(...r.missingUserIds);
       }
-      return { createdCount, missingUserIds: missing };
+      return { createdCount, existingCount, missingUserIds: missing };
     },
 
-    /** One batch without re-validation, for callers that stream users (admin "all" keyset walk). */
-    createBatchValidated: (userIds: string[], input: NewNotification, options: CreateOptions = {}) =>
-      createBatch(userIds, input, options),
+    /** Checks input from code paths that did not go through a route schema (400 when invalid); creates nothing. */
     validate,
   };
 }

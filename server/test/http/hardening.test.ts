@@ -2,8 +2,8 @@
 // metadata nesting is bounded (and idempotency canonicalisation survives any depth), action URLs are stored
 // normalised, chat pings spend the socket's frame budget, and admin broadcasts email only verified addresses.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestHash } from '../../src/admin/idempotency.js';
 import type { App } from '../../src/app.js';
+import { requestHash } from '../../src/http/idempotency.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import {
   createAdmin,
