@@ -1,4 +1,4 @@
-// Owns the administrator broadcast (CONTRACT §5): resolves targets (ids or case-insensitive emails, or every
+// Owns the administrator broadcast (docs/api.md#admin-broadcast-adminnotificationssend-admin-session): resolves targets (ids or case-insensitive emails, or every
 // user by keyset walk), skips banned users, and hands eligible users to the notification service in batches
 // (one multi-row insert, one bus message, one delivery pass per batch).
 import { createHash } from 'node:crypto';

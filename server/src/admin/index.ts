@@ -1,4 +1,4 @@
-// Registers the admin feature's routes: POST /admin/notifications/send (CONTRACT §5).
+// Registers the admin feature's routes: POST /admin/notifications/send (docs/api.md#admin-broadcast-adminnotificationssend-admin-session).
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -10,7 +10,7 @@ import { BroadcastBodySchema, BroadcastResultSchema, broadcast, broadcastSourceK
 export function registerAdmin(app: FastifyInstance): void {
   const { database, config, sessions } = app.ctx;
   // A claim lives as long as its instance: refreshed at the registry's heartbeat pace and presumed abandoned
-  // after the same silence that declares an instance dead (CONTRACT §7), not after a flat timer. At least three
+  // after the same silence that declares an instance dead (docs/api.md#operations), not after a flat timer. At least three
   // beats, so a misconfigured DEAD_INSTANCE_MS cannot hand a live owner's claim to a retry.
   const claim = {
     instanceId: config.INSTANCE_ID,

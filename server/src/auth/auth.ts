@@ -269,7 +269,7 @@ export function createAuth({ config, db, store, outbox, logger, realtime, revoca
           return (await store.incrWindow(authPrefix + key, ttl * 1000)).count;
         } catch (err) {
           // Keys are `<ip>|<path>`. While the store cannot count, each instance counts on its own with the same
-          // limit (CONTRACT §8: still limited, never unlimited and never a blanket 503); once the store answers
+          // limit (docs/architecture.md "Limits and timeouts": still limited, never unlimited and never a blanket 503); once the store answers
           // again the shared count takes over.
           logger.warn(
             { err: (err as Error).message },

@@ -1,9 +1,6 @@
-// Owns Idempotency-Key handling for any write route (the admin broadcast uses it), stored in PostgreSQL so it holds across instances and
-// restarts: the first request with a key claims it (insert … on conflict do nothing), later ones with the same
-// body get the stored result, a different body is a 409. A claim records its owner instance and a heartbeat the
-// owner refreshes while the work runs; once the heartbeat is older than the instance-liveness bound the owner
-// is presumed crashed and a retry takes the claim over and runs the work again (which must therefore be
-// resumable: the broadcast is, through its per-user source key).
+// Owns Idempotency-Key handling for any write route (the admin broadcast uses it): claims in PostgreSQL with an
+// owner heartbeat, so retries get the stored result and a crashed owner's claim is taken over (design:
+// docs/architecture.md "Idempotent broadcasts across crashes").
 import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { type Db, rowsOf } from '../infra/db.js';

@@ -1,4 +1,4 @@
-// Owns the /notification/* HTTP routes (CONTRACT §2 and §3).
+// Owns the /notification/* HTTP routes (docs/api.md#notifications-notification-session-cookie, #server-sent-events-notificationstream).
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// Owns the notification feature's wire shapes (CONTRACT §2) and the server-side action URL rule.
+// Owns the notification feature's wire shapes (docs/api.md) and the server-side action URL rule.
 import { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import { noNul } from '../http/schemas.js';

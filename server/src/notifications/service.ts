@@ -31,7 +31,7 @@ import type { UnreadCache } from './unread-cache.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface CreateOptions {
-  /** Delivery order override (CONTRACT §4); default sse, email, push. */
+  /** Delivery order override (docs/api.md#notifications-notification-session-cookie); default sse, email, push. */
   strategies?: readonly StrategyName[];
   /**
    * Makes the send idempotent per user: a user who already has a notification from this key is not sent

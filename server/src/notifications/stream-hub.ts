@@ -1,12 +1,5 @@
-// Owns this instance's SSE hub: user id → open streams (tabs), the connect/resume sequence, fan-out of bus
-// events in seq order, gap repair from the event log, periodic convergence, and closing on session end and
-// shutdown. The ordering design is in docs/architecture.md ("Ordering and convergence").
-//
-// Every state-changing event has a per-user seq, contiguous and committed in order (the cursor row lock). A
-// stream's cursor is the last seq it was given; the next event it may take is exactly cursor + 1. A higher
-// seq means something is missing (published out of order, lost on the bus, sent while degraded): the stream
-// holds live events, reads the log from its cursor, then applies what it held. A lower or equal seq is a
-// duplicate. So a stream never skips and never repeats, whatever order the bus delivers in.
+// Owns this instance's SSE hub: user id → open streams, connect/resume, seq-ordered fan-out, gap repair and
+// convergence (design: docs/architecture.md "Ordering and convergence").
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { AuthContext } from '../auth/guard.js';

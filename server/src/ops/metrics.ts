@@ -1,4 +1,4 @@
-// Owns GET /metrics: the contract's JSON report (CONTRACT §8) and, through ops/prometheus.ts, the same figures
+// Owns GET /metrics: the contract's JSON report (docs/api.md#operations) and, through ops/prometheus.ts, the same figures
 // plus latency histograms and process metrics in Prometheus text format.
 // Access: `Authorization: Bearer <METRICS_API_KEY>` (compared in constant time) or an admin session. No
 // credentials → 401; a wrong key or a non-admin session → 403; with no key configured only admins pass.

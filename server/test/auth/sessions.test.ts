@@ -326,7 +326,7 @@ describe('sessions when the store is unreachable', () => {
     const s = await app.inject({ method: 'GET', url: '/auth/get-session', headers: { cookie: u.cookie } });
     expect(s.statusCode).toBe(200);
     expect(s.json()?.user?.id).toBe(u.id);
-    // CONTRACT §8: degraded still means every feature works on this instance. Sign-in creates the session in
+    // docs/operations.md: degraded still means every feature works on this instance. Sign-in creates the session in
     // PostgreSQL (the store copy is repaired later) and the new session works at once.
     const signInRes = await app.inject({
       method: 'POST',
