@@ -47,7 +47,6 @@ export interface ChatGatewayDeps {
   service: ChatService;
   history: HistoryCache;
   typing: TypingThrottle;
-  isStopping: () => boolean;
 }
 
 export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): void {
@@ -62,7 +61,8 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     maxPayload: ChatLimits.MAX_FRAME_BYTES,
     perMessageDeflate: false,
   });
-  const stopping = () => deps.isStopping() || lifecycle.isShuttingDown();
+  // The one shutdown flag: the lifecycle's (chat's stop step runs only once it is set).
+  const stopping = () => lifecycle.isShuttingDown();
 
   const presenceNow = async (): Promise<PresenceCounts | null> => {
     try {
@@ -114,14 +114,9 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
       ip,
       alive: true,
       queue: [],
-      errorCount: 0,
-      errorWindowStart: Date.now(),
-      frameCount: 0,
-      frameWindowStart: Date.now(),
-      pending: 0,
-      chain: Promise.resolve(),
       corked: false,
     };
+    service.open(conn);
     hub.add(conn);
     ws.on('pong', () => {
       conn.alive = true;
@@ -134,7 +129,6 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     ws.on('error', (err) => logger.debug({ err: err.message, connectionId: conn.id }, 'chat socket error'));
     ws.once('close', () => {
       if (!hub.remove(conn)) return;
-      realtime.presence.chatLeave(conn.id);
       if (identity && hub.userCount(identity.userId) === 0) typing.forget(identity.userId);
     });
     hub.sendNow(
@@ -147,7 +141,6 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
         instanceId: config.INSTANCE_ID,
       }),
     );
-    realtime.presence.chatJoin(conn.id, role, identity?.userId ?? null);
     greet(conn).catch((err: unknown) => {
       logger.error({ err }, 'chat: greeting failed');
       hub.release(conn);
