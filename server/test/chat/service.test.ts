@@ -2,6 +2,7 @@
 // interleaving (a socket closed while its requests are still queued) that real sockets cannot pin down.
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { WebSocket } from 'ws';
 import type { ChatConnection, ChatHub } from '../../src/chat/hub.js';
@@ -77,8 +78,7 @@ function setup() {
     hit: async () => ({ ok: true }),
     close() {},
   };
-  const noop = () => {};
-  const logger = { error: noop, warn: noop, info: noop, debug: noop } as unknown as Logger;
+  const logger: Logger = pino({ level: 'silent' });
   const service = createChatService({
     hub,
     repo,
