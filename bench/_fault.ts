@@ -18,7 +18,7 @@ import {
   startCluster,
   type TestCluster,
 } from '../server/test/helpers/cluster.js';
-import { parseFrame, type SseEvent } from '../server/test/notifications/sse-client.js';
+import { parseFrame, type SseEvent } from '../server/test/helpers/sse-client.js';
 import { ONE_ADDRESS_LIMITS, percentile } from './_lib.js';
 
 export const LOGGED = new Set([

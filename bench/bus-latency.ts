@@ -5,8 +5,7 @@
 // Usage: npm run bench -- bus-latency [--rate 1000] [--seconds 10] [--bytes 200]
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
-import { createStore } from '../server/src/infra/cache.js';
-import type { Logger } from '../server/src/infra/logger.js';
+import { createStore } from '../server/src/infra/store.js';
 import { realtimeKeys } from '../server/src/realtime/keys.js';
 import { createRedisBus } from '../server/src/realtime/redis-bus.js';
 import { startRedisServer } from '../server/test/helpers/redis-server.js';
@@ -19,7 +18,7 @@ const WARMUP = Math.min(RATE, 200);
 
 async function main(): Promise<void> {
   const redis = await startRedisServer();
-  const logger = pino({ level: 'warn' }) as unknown as Logger;
+  const logger = pino({ level: 'warn' });
   const prefix = 'bench:';
   const make = (instanceId: string) => {
     const store = createStore({ url: redis.url, prefix });

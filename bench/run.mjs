@@ -25,7 +25,7 @@ if (selected.some((s) => s === undefined)) {
 }
 for (const file of selected) {
   console.log(`\n### ${file}`);
-  // tsx from the server workspace runs TypeScript benchmarks with the server's dependencies.
+  // tsx (a dev dependency of this workspace) runs the TypeScript benchmarks.
   const result = spawnSync('npx', ['tsx', path.join(here, file), ...args], {
     stdio: 'inherit',
     cwd: path.join(here, '..', 'server'),

@@ -13,13 +13,14 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { registerAdmin } from './admin/index.js';
-import { type Auth, createAuth } from './auth/auth.js';
+import { createAuth } from './auth/auth.js';
 import { registerAuthBridge } from './auth/bridge.js';
-import { createSessionResolver, type SessionResolver } from './auth/guard.js';
+import { createSessionResolver } from './auth/guard.js';
 import { describeAuthRoutes } from './auth/openapi.js';
-import { createRevocation, type Revocation } from './auth/revocation.js';
+import { createRevocation } from './auth/revocation.js';
 import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
+import type { AppContext } from './context.js';
 import { installCachePolicy } from './http/cache.js';
 import { installConnectionLimits } from './http/connection-limits.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
@@ -30,46 +31,21 @@ import {
   type OpenApiDocument,
   securitySchemes,
 } from './http/openapi.js';
+import { parseTrustProxy } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
-import { createStore, type Store } from './infra/cache.js';
-import { createDatabase, type Database } from './infra/db.js';
-import { createEmailOutbox, type EmailOutbox } from './infra/email-outbox.js';
-import { canPrettyPrint, type Logger, loggerOptions } from './infra/logger.js';
-import { checkSmtp, createMailer, type Mailer } from './infra/mailer.js';
+import { createDatabase } from './infra/db.js';
+import { createEmailOutbox } from './infra/email-outbox.js';
+import { canPrettyPrint, loggerOptions } from './infra/logger.js';
+import { checkSmtp, createMailer } from './infra/mailer.js';
+import { createStore } from './infra/store.js';
 import { registerNotifications } from './notifications/index.js';
 import { registerHealth } from './ops/health.js';
-import { createLifecycle, type Lifecycle } from './ops/lifecycle.js';
+import { createLifecycle } from './ops/lifecycle.js';
 import { registerMetrics } from './ops/metrics.js';
-import { createHeraldMetrics, type HeraldMetrics, installHttpMetrics } from './ops/prometheus.js';
-import { createRealtime } from './realtime/index.js';
-import type { Realtime } from './realtime/types.js';
+import { createHeraldMetrics, installHttpMetrics } from './ops/prometheus.js';
+import { createRealtime, registerRealtimeTestRoutes } from './realtime/index.js';
 
-export interface AppContext {
-  config: Config;
-  logger: Logger;
-  database: Database;
-  store: Store;
-  mailer: Mailer;
-  /** The durable email queue every feature sends through. */
-  outbox: EmailOutbox;
-  realtime: Realtime;
-  auth: Auth;
-  sessions: SessionResolver;
-  /**
-   * Revocation convergence (auth/revocation.ts): `revocation.isSessionLive(userId, sessionId)` for live
-   * connections, durable repair of auth store writes lost to an outage.
-   */
-  revocation: Revocation;
-  lifecycle: Lifecycle;
-  /** This app's Prometheus registry and the histograms the hot paths observe into (ops/prometheus.ts). */
-  metrics: HeraldMetrics;
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    ctx: AppContext;
-  }
-}
+export type { AppContext } from './context.js';
 
 export interface BuildOptions {
   /** Replace infrastructure pieces (tests force failures this way). */
@@ -203,10 +179,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     config,
     store,
     logger,
-    lifecycle,
     onBusLatencySeconds: (seconds) => metrics.busLatency.observe(seconds),
   });
   await realtime.start();
+  lifecycle.onShutdown('remove-presence', 'presence', () => realtime.removePresence());
+  lifecycle.onShutdown('deregister', 'registry', () => realtime.deregister());
   // Phases up to close-connections run while the server still answers (health says 503); the rest once
   // Fastify has stopped the HTTP server. Added before the features so this preClose hook runs first.
   const onStepError = (name: string, err: unknown) =>
@@ -302,6 +279,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // ops
   registerHealth(app);
   registerMetrics(app);
+  // Test-only observation routes of the real-time core (NODE_ENV=test only).
+  registerRealtimeTestRoutes(app);
 
   lifecycle.onShutdown('close-pools', 'revocation', async () => revocation.close());
   outbox.start();
@@ -316,17 +295,4 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   await app.ready();
   return app;
-}
-
-/** TRUST_PROXY: unset/false (socket address), true, a hop count, or a comma-separated list of proxy addresses/CIDRs. */
-function parseTrustProxy(
-  value: string | undefined,
-): boolean | string[] | ((address: string, hop: number) => boolean) {
-  if (value === undefined || value === 'false') return false;
-  if (value === 'true') return true;
-  if (/^\d+$/.test(value)) {
-    const hops = Number(value);
-    return (_address, hop) => hop < hops;
-  }
-  return value.split(',').map((v) => v.trim());
 }

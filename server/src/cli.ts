@@ -7,13 +7,13 @@ import { eq } from 'drizzle-orm';
 import { createAuth, hashPassword } from './auth/auth.js';
 import { createRevocation, type Revocation } from './auth/revocation.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { createStore } from './infra/cache.js';
 import { DataDirLockedError } from './infra/data-dir-lock.js';
 import { createDatabase, type Database } from './infra/db.js';
 import { createEmailOutbox } from './infra/email-outbox.js';
 import type { Logger } from './infra/logger.js';
 import { createMailer } from './infra/mailer.js';
 import { user as userTable } from './infra/schema/index.js';
+import { createStore } from './infra/store.js';
 import { runRetention } from './notifications/retention.js';
 
 const USAGE = `Usage:
@@ -55,7 +55,7 @@ function consoleLogger(): Logger {
       process.stderr.write(`${level}: ${text}\n`);
     };
   const noop = () => {};
-  const logger = {
+  const logger: Logger = {
     level: 'info',
     fatal: write('fatal'),
     error: write('error'),
@@ -63,10 +63,9 @@ function consoleLogger(): Logger {
     info: noop,
     debug: noop,
     trace: noop,
-    silent: noop,
     child: () => logger,
   };
-  return logger as unknown as Logger;
+  return logger;
 }
 
 export async function migrate(config: Config): Promise<void> {

@@ -3,6 +3,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { isTrustProxy, normalizeOrigin } from './http/proxy.js';
+import { sanitizeInstanceId } from './realtime/instance-id.js';
 
 const bool = (fallback: boolean) =>
   z
@@ -69,28 +71,6 @@ const httpUrl = (name: string) =>
     { message: `${name} must be an absolute http(s) URL` },
   );
 
-/**
- * Browsers send `Origin` as scheme://host[:port], host lowercased, default port dropped; allowlist entries are
- * reduced to that form so a trailing slash or capitals cannot silently break CORS (or differ from the WebSocket
- * check). Anything that is not a bare http(s) origin is a configuration error.
- */
-function normalizeOrigin(entry: string): string | undefined {
-  try {
-    const u = new URL(entry);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined;
-    if (u.username || u.password || u.pathname !== '/' || u.search || u.hash) return undefined;
-    return u.origin;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Instance ids end up in Redis keys, logs and metrics: keep them to a safe alphabet and length. */
-export function sanitizeInstanceId(raw: string): string {
-  const cleaned = raw.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64);
-  return cleaned.replace(/^-+|-+$/g, '') || `api-${randomUUID()}`;
-}
-
 /** Social providers better-auth ships; any other SOCIAL_PROVIDER id needs SOCIAL_ISSUER (generic OIDC). */
 export const BUILT_IN_SOCIAL_PROVIDERS: ReadonlySet<string> = new Set([
   'apple',
@@ -107,14 +87,6 @@ export const BUILT_IN_SOCIAL_PROVIDERS: ReadonlySet<string> = new Set([
   'twitch',
   'twitter',
 ]);
-
-function isTrustProxy(value: string): boolean {
-  if (['true', 'false'].includes(value) || /^\d+$/.test(value)) return true;
-  return value
-    .split(',')
-    .map((v) => v.trim())
-    .every((v) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(v) && (v.includes('.') || v.includes(':')));
-}
 
 /** Checks that need only the raw environment, so they are reported even when other variables are invalid. */
 function rawProblems(env: Record<string, string | undefined>): string[] {

@@ -1,20 +1,20 @@
-// Owns the administrator broadcast (CONTRACT §5): resolves targets (ids or case-insensitive emails, or every
+// Owns the administrator broadcast (docs/api.md#admin-broadcast-adminnotificationssend-admin-session): resolves targets (ids or case-insensitive emails, or every
 // user by keyset walk), skips banned users, and hands eligible users to the notification service in batches
 // (one multi-row insert, one bus message, one delivery pass per batch).
 import { createHash } from 'node:crypto';
-import { sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { type Db, rowsOf } from '../infra/db.js';
-import { textArray } from '../notifications/repository.js';
+import { type AccountRow, accountBatches, findAccounts } from '../auth/accounts.js';
+import { noNul } from '../http/schemas.js';
+import type { Db } from '../infra/db.js';
 import {
   ContentSchema,
   MetadataSchema,
   NotificationTypeSchema,
-  noNul,
   StrategyNameSchema,
   TitleSchema,
 } from '../notifications/schemas.js';
 import type { NotificationService } from '../notifications/service.js';
+import { AdminErrorCode } from './errors.js';
 
 const Identifier = z.string().trim().min(1).max(320).refine(noNul, 'must not contain NUL characters');
 
@@ -53,15 +53,6 @@ export const BroadcastResultSchema = z
   });
 export type BroadcastResult = z.infer<typeof BroadcastResultSchema>;
 
-interface UserRow {
-  id: string;
-  email: string;
-  banned: boolean;
-}
-
-// A ban with an expiry in the past no longer applies.
-const IS_BANNED = sql.raw(`(coalesce(banned, false) and (ban_expires is null or ban_expires > now()))`);
-
 /** The notifications' source key for an idempotent broadcast: stable for one idempotency scope and key. */
 export function broadcastSourceKey(claimKey: string): string {
   return `admin.broadcast:${createHash('sha256').update(claimKey).digest('hex')}`;
@@ -79,7 +70,7 @@ export async function broadcast(
 ): Promise<BroadcastResult> {
   const { db, service, batchSize } = deps;
   const { deliveryOptions, ...content } = body.notification;
-  // Validates action URLs once, up front, before anything is written.
+  // Validated up front, so a refused body writes nothing even when no target matches.
   const input = service.validate(content);
   const options = { strategies: deliveryOptions?.strategies, sourceKey };
   const failures: BroadcastResult['failures'] = [];
@@ -88,52 +79,37 @@ export async function broadcast(
   let skippedCount = 0;
 
   const send = async (userIds: string[], idToIdentifier?: Map<string, string>) => {
-    const r = await service.createBatchValidated(userIds, input, options);
+    const r = await service.createForUsers(userIds, input, options);
     // `existing`: users an interrupted earlier run with the same source key already reached.
-    createdCount += r.created.length + r.existing.length;
+    createdCount += r.createdCount + r.existingCount;
     for (const id of r.missingUserIds) {
       // Deleted between resolution and insert.
-      failures.push({ identifier: idToIdentifier?.get(id) ?? id, reason: 'NOT_FOUND' });
+      failures.push({ identifier: idToIdentifier?.get(id) ?? id, reason: AdminErrorCode.NOT_FOUND });
     }
   };
 
   if (body.target.scope === 'all') {
-    // Keyset walk over the primary key: constant cost per page, no upper bound on the number of users.
-    let after = '';
-    for (;;) {
-      const rows = rowsOf<UserRow>(
-        await db.execute(
-          sql`select id, email, ${IS_BANNED} as banned from "user" where id > ${after} order by id limit ${batchSize}`,
-        ),
-      );
-      if (rows.length === 0) break;
-      after = rows[rows.length - 1]?.id ?? after;
+    // No upper bound on the number of users: one page of the keyset walk at a time.
+    for await (const rows of accountBatches(db, batchSize)) {
       targetCount += rows.length;
       const eligible = rows.filter((r) => !r.banned).map((r) => r.id);
       skippedCount += rows.length - eligible.length;
       if (eligible.length > 0) await send(eligible);
-      if (rows.length < batchSize) break;
     }
     return { targetCount, createdCount, skippedCount, failures };
   }
 
   const identifiers =
     body.target.scope === 'user' ? [body.target.identifier] : [...new Set(body.target.identifiers)];
-  const lowered = [...new Set(identifiers.map((i) => i.toLowerCase()))];
-  const rows = rowsOf<UserRow>(
-    await db.execute(
-      sql`select id, email, ${IS_BANNED} as banned from "user"
-          where id = any(${textArray(identifiers)}) or lower(email) = any(${textArray(lowered)})`,
-    ),
-  );
+  const rows = await findAccounts(db, identifiers, identifiers);
   const byId = new Map(rows.map((r) => [r.id, r]));
   const byEmail = new Map(rows.map((r) => [r.email.toLowerCase(), r]));
-  const matched = new Map<string, UserRow>();
+  const matched = new Map<string, AccountRow>();
   const idToIdentifier = new Map<string, string>();
   for (const identifier of identifiers) {
     const row = byId.get(identifier) ?? byEmail.get(identifier.toLowerCase());
     if (!row) {
-      failures.push({ identifier, reason: 'NOT_FOUND' });
+      failures.push({ identifier, reason: AdminErrorCode.NOT_FOUND });
       continue;
     }
     matched.set(row.id, row);

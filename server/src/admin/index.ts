@@ -1,16 +1,16 @@
-// Registers the admin feature's routes: POST /admin/notifications/send (CONTRACT §5).
+// Registers the admin feature's routes: POST /admin/notifications/send (docs/api.md#admin-broadcast-adminnotificationssend-admin-session).
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authOf, requireAdmin } from '../auth/guard.js';
-import { ErrorSchema } from '../notifications/routes.js';
+import { withIdempotency } from '../http/idempotency.js';
+import { ErrorSchema } from '../http/schemas.js';
 import { BroadcastBodySchema, BroadcastResultSchema, broadcast, broadcastSourceKey } from './broadcast.js';
-import { withIdempotency } from './idempotency.js';
 
 export function registerAdmin(app: FastifyInstance): void {
   const { database, config, sessions } = app.ctx;
   // A claim lives as long as its instance: refreshed at the registry's heartbeat pace and presumed abandoned
-  // after the same silence that declares an instance dead (CONTRACT §7), not after a flat timer. At least three
+  // after the same silence that declares an instance dead (docs/api.md#operations), not after a flat timer. At least three
   // beats, so a misconfigured DEAD_INSTANCE_MS cannot hand a live owner's claim to a retry.
   const claim = {
     instanceId: config.INSTANCE_ID,

@@ -7,13 +7,13 @@ import { createAuthMiddleware } from 'better-auth/api';
 import { admin, genericOAuth, magicLink, openAPI, username } from 'better-auth/plugins';
 import { sql } from 'drizzle-orm';
 import { BUILT_IN_SOCIAL_PROVIDERS, type Config } from '../config.js';
-import type { Store } from '../infra/cache.js';
 import type { Db } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
 import { actionEmail, type Mail } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
-import type { Realtime, UserDisconnect } from '../realtime/types.js';
+import type { Store } from '../infra/store.js';
+import type { Realtime, UserDisconnect } from '../realtime/index.js';
 import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
 
 export { AUTH_STORE_PREFIX } from './revocation.js';
@@ -269,7 +269,7 @@ export function createAuth({ config, db, store, outbox, logger, realtime, revoca
           return (await store.incrWindow(authPrefix + key, ttl * 1000)).count;
         } catch (err) {
           // Keys are `<ip>|<path>`. While the store cannot count, each instance counts on its own with the same
-          // limit (CONTRACT §8: still limited, never unlimited and never a blanket 503); once the store answers
+          // limit (docs/architecture.md "Limits and timeouts": still limited, never unlimited and never a blanket 503); once the store answers
           // again the shared count takes over.
           logger.warn(
             { err: (err as Error).message },

@@ -3,10 +3,11 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { forbidden, unauthorized } from '../http/errors.js';
-import type { Store } from '../infra/cache.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import { session as sessionTable, user as userTable } from '../infra/schema/index.js';
+import type { Store } from '../infra/store.js';
+import { isBanActive } from './accounts.js';
 import type { Auth } from './auth.js';
 import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
 
@@ -108,8 +109,7 @@ function toContext(s: StoredSession): AuthContext | null {
   const expiresAt = new Date(s.session.expiresAt);
   if (!(expiresAt.getTime() > Date.now())) return null;
   const u = s.user;
-  // A ban with an expiry in the past no longer applies (better-auth lifts it at the next sign-in).
-  const banned = Boolean(u.banned) && !(u.banExpires && new Date(u.banExpires).getTime() < Date.now());
+  const banned = isBanActive(u);
   if (banned) return null;
   return {
     user: {

@@ -1,4 +1,4 @@
-// Owns the few better-auth responses that break the contract's error body (CONTRACT §0): its rate limiter's 429
+// Owns the few better-auth responses that break the contract's error body (docs/api.md#errors): its rate limiter's 429
 // carries only a message, and its router answers unknown or disabled routes with an empty 404. Everything else
 // better-auth answers passes through untouched.
 

@@ -1,21 +1,12 @@
-// Owns revocation convergence: that a revoking request takes effect on every instance (or answers 503), even
-// when the store is unreachable while it runs. Three pieces:
-// - the per-user revocation marker (`auth:rv:<userId>`, a counter bumped after every committed revocation of
-//   the user), which live connections compare against what they last verified (`isSessionLive`);
-// - durable repairs: a store write of auth state that failed is recorded in PostgreSQL (`auth_store_repair`)
-//   before the request returns, and applied by whichever instance can reach both stores (key deleted, marker
-//   bumped). Until this instance has applied every pending repair after a store failure, it does not trust
-//   session records read from the store (they may be stale: a sign-out whose delete was lost);
-// - a request scope (AsyncLocalStorage) that collects the users a request revoked and whether any of its
-//   revocation writes could be neither applied nor recorded, so the /auth bridge can answer 503 instead of a
-//   success it did not achieve.
+// Owns revocation convergence: revocation markers, durable store repairs and the per-request revocation scope
+// (design: docs/architecture.md "Revocation convergence").
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { and, eq, inArray } from 'drizzle-orm';
-import type { Store } from '../infra/cache.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import { authStoreRepair, session as sessionTable, user as userTable } from '../infra/schema/index.js';
+import type { Store } from '../infra/store.js';
 
 /** Prefix of better-auth's keys inside the store (the store adds the deployment prefix). */
 export const AUTH_STORE_PREFIX = 'auth:';

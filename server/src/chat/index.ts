@@ -1,12 +1,12 @@
-// Registers the chat feature: the /chat WebSocket endpoint, its HTTP routes, the bus subscription that carries
-// chat events between instances, presence broadcasts, user disconnections and the shutdown steps.
+// Registers the chat feature: wires the gateway, hub and service together, session re-validation, presence
+// broadcasts and the shutdown step; what each piece does lives in that piece.
 import type { FastifyInstance } from 'fastify';
-import { createChatGateway } from './chat-gateway.js';
-import { type ChatConnection, type ChatIdentity, createChatHub } from './chat-hub.js';
-import { createChatRepository } from './chat-repository.js';
-import { registerChatRoutes } from './chat-routes.js';
-import { createChatService, createHistoryCache } from './chat-service.js';
-import { CHAT_BUS_TOPIC, ChatBusEventSchema, CloseCode, encode } from './protocol.js';
+import { createChatGateway } from './gateway.js';
+import { type ChatConnection, type ChatIdentity, createChatHub } from './hub.js';
+import { CloseCode, encode } from './protocol.js';
+import { createChatRepository } from './repository.js';
+import { registerChatRoutes } from './routes.js';
+import { createChatService, createHistoryCache } from './service.js';
 import { createMessageThrottle, createTypingThrottle } from './throttle.js';
 
 // The history sent on connect is cached per instance; bus events invalidate it, this bounds staleness otherwise.
@@ -17,6 +17,7 @@ export function registerChat(app: FastifyInstance): void {
   const log = logger.child({ feature: 'chat' });
   const repo = createChatRepository(database.db);
   const hub = createChatHub({
+    presence: realtime.presence,
     pingIntervalMs: config.WS_PING_INTERVAL_MS,
     sendBufferLimitBytes: config.CHAT_SEND_BUFFER_LIMIT_BYTES,
     logger: log,
@@ -86,9 +87,9 @@ export function registerChat(app: FastifyInstance): void {
     logger: log,
     sessionLive,
     frameLimit: config.CHAT_FRAME_LIMIT,
+    history,
   });
-  let stopping = false;
-  createChatGateway(app, { hub, service, history, typing, isStopping: () => stopping });
+  createChatGateway(app, { hub, service, history, typing });
 
   const unsubscribe = [
     realtime.onRecovered(() => {
@@ -96,44 +97,13 @@ export function registerChat(app: FastifyInstance): void {
       // while the store is not yet trusted, so this does not depend on the drain having finished.
       void revalidateAll();
     }),
-    realtime.bus.subscribe(CHAT_BUS_TOPIC, (payload) => {
-      // Every bus message is validated: another instance (or a bad actor on the store) could send anything.
-      const parsed = ChatBusEventSchema.safeParse(payload);
-      if (!parsed.success) {
-        log.warn({ issues: parsed.error.issues.slice(0, 3) }, 'chat: malformed bus event dropped');
-        return;
-      }
-      const event = parsed.data;
-      if (event.type === 'typing') {
-        const { exceptConnectionId, ...out } = event;
-        hub.broadcast(encode(out), exceptConnectionId);
-        return;
-      }
-      history.invalidate();
-      hub.broadcast(encode(event));
-    }),
+    service.listen(),
     realtime.presence.onChatCounts((counts) => {
       hub.broadcast(
         encode({ type: 'presence', guests: counts.guests, members: counts.members, admins: counts.admins }),
       );
     }),
-    realtime.onUserDisconnect((event) => {
-      const code = event.reason === 'banned' ? CloseCode.POLICY : CloseCode.SESSION_ENDED;
-      const accountChanged = event.reason === 'account_changed';
-      const text =
-        event.reason === 'banned' ? 'banned' : accountChanged ? 'account changed' : 'session ended';
-      for (const conn of hub.ofUser(event.userId)) {
-        // A sign-out of one device closes only that session's sockets.
-        if (event.sessionId && conn.identity?.sessionId !== event.sessionId) continue;
-        hub.close(conn, code, text);
-      }
-      typing.forget(event.userId);
-      // Peers learn about user-wide disconnections only; after a one-device sign-out the user may still be here,
-      // and after an account change the user reconnects at once with the new identity.
-      if (!event.sessionId && !accountChanged) {
-        hub.broadcast(encode({ type: 'user_disconnected', userId: event.userId }));
-      }
-    }),
+    realtime.onUserDisconnect((event) => service.disconnectUser(event)),
   ];
 
   registerChatRoutes(app, {
@@ -144,7 +114,6 @@ export function registerChat(app: FastifyInstance): void {
   let shutdown: Promise<void> | undefined;
   const stop = () => {
     shutdown ??= (async () => {
-      stopping = true;
       clearInterval(revalidateTimer);
       hub.stop();
       // The upgrade listener stays: until the HTTP server closes it answers new upgrades with 503.

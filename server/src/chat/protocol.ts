@@ -1,8 +1,9 @@
-// Owns the chat wire protocol (CONTRACT §6): one Zod schema per client message type, the server events, the
+// Owns the chat wire protocol (docs/chat-protocol.md): one Zod schema per client message type, the server events, the
 // ChatMessage shape, error codes, close codes and the bus payload that carries events between instances.
 import { z } from 'zod';
+import { noNul } from '../http/schemas.js';
 
-/** WebSocket close codes used by the chat endpoint (CONTRACT §6). */
+/** WebSocket close codes used by the chat endpoint (docs/chat-protocol.md). */
 export const CloseCode = {
   /** Server going away (shutdown); clients reconnect with jitter. */
   GOING_AWAY: 1001,
@@ -57,8 +58,6 @@ export type ChatErrorCode = (typeof ChatErrorCode)[keyof typeof ChatErrorCode];
 // Client → server
 
 const messageText = z.string().max(ChatLimits.MAX_FRAME_BYTES);
-// PostgreSQL text cannot hold U+0000: without this check the insert fails and the client sees INTERNAL_ERROR.
-export const noNul = (s: string) => !s.includes('\u0000');
 const NO_NUL = { message: 'must not contain NUL (U+0000) characters' };
 const messageId = z.guid({ message: 'must be a message id (UUID)' });
 

@@ -1,8 +1,9 @@
 // Owns chat rate limits: the per-user message throttle (atomic windowed counter in the shared store, so it
 // holds across connections and instances; a per-instance in-memory window while the store is down or the bus is
 // degraded) and the per-user typing throttle (per instance: typing is ephemeral and cheap to over-deliver).
-import type { Store } from '../infra/cache.js';
+import { withTimeout } from '../http/timeout.js';
 import type { Logger } from '../infra/logger.js';
+import type { Store } from '../infra/store.js';
 import { ChatLimits } from './protocol.js';
 
 export type ThrottleResult = { ok: true } | { ok: false; retryAfterMs: number };
@@ -22,16 +23,6 @@ export interface ThrottleDeps {
   logger: Logger;
   /** Upper bound on a store round trip before the local fallback answers instead. */
   storeTimeoutMs?: number;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('store timeout')), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 export function createMessageThrottle(deps: ThrottleDeps): MessageThrottle {
@@ -70,7 +61,11 @@ export function createMessageThrottle(deps: ThrottleDeps): MessageThrottle {
         result = localHit(userId, now);
       } else {
         try {
-          result = await withTimeout(store.incrWindow(`chat:throttle:${userId}`, windowMs), timeoutMs);
+          result = await withTimeout(
+            store.incrWindow(`chat:throttle:${userId}`, windowMs),
+            timeoutMs,
+            'store timeout',
+          );
         } catch (err) {
           logger.warn({ err: (err as Error).message }, 'chat throttle: store unavailable, using local limit');
           result = localHit(userId, now);

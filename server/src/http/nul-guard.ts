@@ -2,6 +2,7 @@
 // cannot store NUL, so such input could only ever fail deep inside a query (a 500); no legitimate client sends it.
 import type { FastifyInstance } from 'fastify';
 import { type AppError, validationError } from './errors.js';
+import { noNul } from './schemas.js';
 
 /** Path (dot-separated) of the first string or key containing NUL, or null. Iterative: no stack overflow. */
 export function findNul(value: unknown): string | null {
@@ -9,11 +10,11 @@ export function findNul(value: unknown): string | null {
   while (stack.length > 0) {
     const [current, path] = stack.pop() as [unknown, string];
     if (typeof current === 'string') {
-      if (current.includes('\u0000')) return path;
+      if (!noNul(current)) return path;
     } else if (current !== null && typeof current === 'object') {
       for (const [key, child] of Object.entries(current)) {
         const childPath = path ? `${path}.${key}` : key;
-        if (key.includes('\u0000')) return childPath;
+        if (!noNul(key)) return childPath;
         stack.push([child, childPath]);
       }
     }

@@ -36,7 +36,7 @@ const TAGS = [
   { name: AUTH_TAG, description: 'Accounts and sessions, served by better-auth under /auth.' },
 ];
 
-// What a status means on Herald's own routes (CONTRACT §0); used where a route gives no description itself.
+// What a status means on Herald's own routes (docs/api.md#statuses); used where a route gives no description itself.
 const STATUS_DESCRIPTIONS: Record<string, string> = {
   '200': 'Success',
   '304': 'Not modified: the ETag given in If-None-Match is current',

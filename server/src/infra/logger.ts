@@ -1,10 +1,28 @@
 // Owns the logger options: JSON in production, pretty in development (when pino-pretty is installed),
 // silent-able in tests.
 import { createRequire } from 'node:module';
-import type { FastifyBaseLogger } from 'fastify';
 import type { LoggerOptions } from 'pino';
 
-export type Logger = FastifyBaseLogger;
+/** One log method: an object (bindings or an error) with an optional message, or a message alone. */
+export interface LogFn {
+  (obj: unknown, msg?: string, ...args: unknown[]): void;
+  (msg: string, ...args: unknown[]): void;
+}
+
+/**
+ * The logging surface the code uses. A pino logger (and Fastify's `app.log`) satisfies it as is; tests and the
+ * CLI can pass a small object of their own.
+ */
+export interface Logger {
+  level: string;
+  fatal: LogFn;
+  error: LogFn;
+  warn: LogFn;
+  info: LogFn;
+  debug: LogFn;
+  trace: LogFn;
+  child(bindings: Record<string, unknown>): Logger;
+}
 
 /**
  * The URL as logged: no query string (verification and magic-link tokens travel there), and the token segment

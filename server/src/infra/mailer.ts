@@ -1,5 +1,6 @@
 // Owns outgoing email: nodemailer over SMTP_*; without SMTP the message is logged in development only.
 import nodemailer from 'nodemailer';
+import { withTimeout } from '../http/timeout.js';
 import type { Logger } from './logger.js';
 
 export interface Mail {
@@ -91,13 +92,8 @@ export async function checkSmtp(
   timeoutMs: number,
 ): Promise<boolean> {
   if (!mailer.enabled) return true;
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    timer.unref();
-  });
   try {
-    await Promise.race([mailer.verify(), timeout]);
+    await withTimeout(mailer.verify(), timeoutMs, `no answer within ${timeoutMs} ms`);
     logger.info({ smtpHost: target.host, smtpPort: target.port }, 'SMTP connection verified');
     return true;
   } catch (err) {
@@ -107,8 +103,6 @@ export async function checkSmtp(
       `SMTP check failed (${reason}): emails are queued and retried, but none will be delivered until SMTP_HOST/SMTP_PORT/SMTP_USER/SMTP_PASSWORD are fixed`,
     );
     return false;
-  } finally {
-    clearTimeout(timer);
   }
 }
 

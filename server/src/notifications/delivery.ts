@@ -1,13 +1,9 @@
-// Owns delivery (CONTRACT §4): strategy objects tried in priority order; the first that delivers to a user wins
-// and later strategies only see the users still undelivered. Strategies work on whole batches so a broadcast
-// makes one presence query and one outbox insert per batch.
-//
-// The SSE stream always mirrors the user's notification store (new_notification is published for every
-// created row); strategies decide whether the user counts as reached live or needs an out-of-band channel.
+// Owns delivery: strategy objects tried in priority order over whole batches; the first that reaches a user wins
+// (docs/api.md#notifications-notification-session-cookie, docs/architecture.md "Delivery").
 
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
-import type { Presence } from '../realtime/types.js';
+import type { Presence } from '../realtime/index.js';
 import { notificationEmail } from './email.js';
 import type { NotificationRepository } from './repository.js';
 import { DELIVERY_STRATEGIES, type StrategyName } from './schemas.js';

@@ -4,13 +4,14 @@ import { and, eq, inArray } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { user } from '../infra/schema/index.js';
 import { createDelivery, emailStrategy, pushStrategy, sseStrategy } from './delivery.js';
+import { NotificationErrorCode } from './errors.js';
 import { NOTIFICATION_EVENTS_TOPIC, NotificationBusMessageSchema } from './events.js';
 import { createNotificationRepository } from './repository.js';
 import { startRetentionJob } from './retention.js';
 import { registerNotificationRoutes } from './routes.js';
 import { actionUrlPolicy } from './schemas.js';
 import { createNotificationService, type NotificationService } from './service.js';
-import { createStreamHub, type StreamHub } from './stream.js';
+import { createStreamHub, type StreamHub } from './stream-hub.js';
 import { createUnreadCache } from './unread-cache.js';
 
 export { runRetention } from './retention.js';
@@ -104,7 +105,8 @@ export function registerNotifications(app: FastifyInstance): void {
   app.decorate('notificationStreams', hub);
   registerNotificationRoutes(app, service, hub);
 
-  const endStreams = () => hub.closeAll('SHUTTING_DOWN', 'The server is restarting; reconnect shortly');
+  const endStreams = () =>
+    hub.closeAll(NotificationErrorCode.SHUTTING_DOWN, 'The server is restarting; reconnect shortly');
   // Fastify force-closes open connections before onClose (where the lifecycle runs), so streams are told
   // why in preClose too; closeAll is idempotent.
   app.addHook('preClose', async () => endStreams());

@@ -1,6 +1,8 @@
-// Owns every SQL statement on the notification and notification_preference tables.
-import { type SQL, sql } from 'drizzle-orm';
-import { type Db, rowsOf } from '../infra/db.js';
+// Owns every SQL statement on the notification and notification_preference tables. Plain statements use
+// Drizzle's builder; raw SQL stays where it earns its place, each with its reason.
+import { and, eq, ne, type SQL, sql } from 'drizzle-orm';
+import { type Db, rowsOf, textArray } from '../infra/db.js';
+import { notification, notificationCursor, notificationPreference } from '../infra/schema/index.js';
 import {
   type Counts,
   DEFAULT_EMAIL_TYPES,
@@ -26,6 +28,19 @@ interface NotificationRow {
 }
 
 const iso = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
+
+/** The notification columns as the builder selects and returns them. */
+const FIELDS = {
+  id: notification.id,
+  user_id: notification.userId,
+  type: notification.type,
+  title: notification.title,
+  content: notification.content,
+  metadata: notification.metadata,
+  read: notification.read,
+  created_at: notification.createdAt,
+  updated_at: notification.updatedAt,
+};
 
 export type StoredNotification = Notification;
 
@@ -119,11 +134,6 @@ function toPreferences(row: PreferenceRow): Preferences {
   };
 }
 
-/** text[] parameter that works on node-postgres and PGlite alike. */
-export function textArray(values: string[]): SQL {
-  return sql`${`{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`}::text[]`;
-}
-
 export interface NewRowTemplate {
   type: NotificationType;
   title: string;
@@ -142,6 +152,7 @@ interface LogRow {
 }
 
 /** Writes event rows in one statement (a JSON recordset works the same on node-postgres and PGlite). */
+// Raw SQL: jsonb_to_recordset multi-row insert (one parameter for any number of rows).
 async function insertLog(tx: Executor, rows: LogRow[]): Promise<void> {
   if (rows.length === 0) return;
   await tx.execute(
@@ -164,6 +175,7 @@ async function appendEvents(
   unreadDelta: number,
 ): Promise<SeqEvent[]> {
   const count = entries.length + (unreadDelta !== 0 ? 1 : 0);
+  // Raw SQL: the cursor upsert that takes this user's row lock (seq order), with bigint returned as text.
   const [cursor] = rowsOf<{ last_seq: string; unread: number }>(
     await tx.execute(
       sql`insert into notification_cursor (user_id, last_seq, unread)
@@ -211,6 +223,7 @@ export function createNotificationRepository(db: Db) {
         const pattern = likePattern(q.search);
         where.push(sql`(title ilike ${pattern} escape '\\' or content ilike ${pattern} escape '\\')`);
       }
+      // Raw SQL: ILIKE … ESCAPE and the seq-free column list have no builder form.
       const cond = sql.join(where, sql` and `);
       const offset = (q.page - 1) * q.limit;
       // NB: `seq` is selected as text (int8 precision), so ORDER BY must name notification.seq explicitly.
@@ -230,6 +243,7 @@ export function createNotificationRepository(db: Db) {
         NOTIFICATION_TYPES.map((t) => sql`count(*) filter (where type = ${t})::int as ${sql.identifier(t)}`),
         sql`, `,
       );
+      // Raw SQL: count(*) filter (…) per status and type in one scan.
       const [row] = await exec<Record<string, number>>(
         sql`select count(*)::int as "all", count(*) filter (where read)::int as "read",
               count(*) filter (where not read)::int as "unread", ${perType}
@@ -244,17 +258,19 @@ export function createNotificationRepository(db: Db) {
 
     /** The user's unread count, kept exactly in the cursor row by every change (no counting). */
     async unreadCount(userId: string): Promise<number> {
-      const [row] = await exec<{ n: number }>(
-        sql`select unread as n from notification_cursor where user_id = ${userId}`,
-      );
+      const [row] = await db
+        .select({ n: notificationCursor.unread })
+        .from(notificationCursor)
+        .where(eq(notificationCursor.userId, userId));
       return Number(row?.n ?? 0);
     },
 
     async find(userId: string, id: string): Promise<Notification | null> {
-      const [row] = await exec<NotificationRow>(
-        sql`select ${COLUMNS} from notification where id = ${id}::uuid and user_id = ${userId}`,
-      );
-      return row ? toNotification(row) : null;
+      const [row] = await db
+        .select(FIELDS)
+        .from(notification)
+        .where(and(eq(notification.id, id), eq(notification.userId, userId)));
+      return row ? toNotification(row as NotificationRow) : null;
     },
 
     /** Sets read; returns the row, whether it changed and the committed events, or null when missing. */
@@ -264,21 +280,20 @@ export function createNotificationRepository(db: Db) {
       read: boolean,
     ): Promise<{ notification: Notification; changed: boolean; events: SeqEvent[] } | null> {
       const result = await db.transaction(async (tx) => {
-        const [row] = rowsOf<NotificationRow>(
-          await tx.execute(
-            sql`update notification set read = ${read}, updated_at = now()
-                where id = ${id}::uuid and user_id = ${userId} and read <> ${read} returning ${COLUMNS}`,
-          ),
-        );
+        const [row] = await tx
+          .update(notification)
+          .set({ read, updatedAt: sql`now()` })
+          .where(and(eq(notification.id, id), eq(notification.userId, userId), ne(notification.read, read)))
+          .returning(FIELDS);
         if (!row) return null;
-        const notification = toNotification(row);
+        const updated = toNotification(row as NotificationRow);
         const events = await appendEvents(
           tx,
           userId,
-          [{ kind: 'notification_updated', notification }],
+          [{ kind: 'notification_updated', notification: updated }],
           read ? -1 : 1,
         );
-        return { notification, changed: true, events };
+        return { notification: updated, changed: true, events };
       });
       if (result) return result;
       const existing = await this.find(userId, id);
@@ -288,15 +303,14 @@ export function createNotificationRepository(db: Db) {
     /** Marks every unread notification read; the events carry them oldest first. */
     async markAllRead(userId: string): Promise<{ updatedCount: number; events: SeqEvent[] }> {
       return db.transaction(async (tx) => {
-        const rows = rowsOf<NotificationRow>(
-          await tx.execute(
-            sql`update notification set read = true, updated_at = now()
-                where user_id = ${userId} and read = false returning ${COLUMNS}`,
-          ),
-        );
+        const rows = await tx
+          .update(notification)
+          .set({ read: true, updatedAt: sql`now()` })
+          .where(and(eq(notification.userId, userId), eq(notification.read, false)))
+          .returning(FIELDS);
         if (rows.length === 0) return { updatedCount: 0, events: [] };
         const changed = rows
-          .map(toNotification)
+          .map((r) => toNotification(r as NotificationRow))
           .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
         const events = await appendEvents(
           tx,
@@ -311,11 +325,10 @@ export function createNotificationRepository(db: Db) {
     /** Deletes one; returns the committed events, or null when missing / someone else's. */
     async remove(userId: string, id: string): Promise<{ events: SeqEvent[] } | null> {
       return db.transaction(async (tx) => {
-        const [row] = rowsOf<{ read: boolean }>(
-          await tx.execute(
-            sql`delete from notification where id = ${id}::uuid and user_id = ${userId} returning read`,
-          ),
-        );
+        const [row] = await tx
+          .delete(notification)
+          .where(and(eq(notification.id, id), eq(notification.userId, userId)))
+          .returning({ read: notification.read });
         if (!row) return null;
         const events = await appendEvents(
           tx,
@@ -329,6 +342,7 @@ export function createNotificationRepository(db: Db) {
 
     async removeAll(userId: string): Promise<{ deletedCount: number; events: SeqEvent[] }> {
       return db.transaction(async (tx) => {
+        // Raw SQL: a CTE delete that counts deleted and unread rows in the same statement.
         const [row] = rowsOf<{ n: number; u: number }>(
           await tx.execute(
             sql`with d as (delete from notification where user_id = ${userId} returning read)
@@ -349,6 +363,7 @@ export function createNotificationRepository(db: Db) {
 
     /** The user's cursor (zeros when nothing was ever written for them). */
     async cursor(userId: string): Promise<UserCursor> {
+      // Raw SQL: bigint seqs as text (int8 precision) and the oldest-seq subquery in one round trip.
       const [row] = await exec<{ last_seq: string; unread: number; oldest: string | null }>(
         sql`select c.last_seq::text as last_seq, c.unread,
                    (select min(e.seq)::text from notification_event e where e.user_id = ${userId}) as oldest
@@ -366,6 +381,7 @@ export function createNotificationRepository(db: Db) {
     async lastSeqs(userIds: string[]): Promise<Map<string, number>> {
       const result = new Map<string, number>();
       if (userIds.length === 0) return result;
+      // Raw SQL: `= any(text[])` takes one parameter for thousands of users; seqs as text (int8 precision).
       const rows = await exec<{ user_id: string; last_seq: string }>(
         sql`select user_id, last_seq::text as last_seq from notification_cursor
             where user_id = any(${textArray(userIds)})`,
@@ -380,6 +396,7 @@ export function createNotificationRepository(db: Db) {
      * notification_deleted under the same seq.
      */
     async eventsAfter(userId: string, afterSeq: number, limit: number): Promise<SeqEvent[]> {
+      // Raw SQL: left join onto the current row with seqs as text (int8 precision).
       const rows = await exec<EventRow>(
         sql`select e.seq::text as seq, e.kind, e.data, e.notification_id as nid, ${N_COLUMNS}
             from notification_event e left join notification n on n.id = e.notification_id
@@ -414,6 +431,8 @@ export function createNotificationRepository(db: Db) {
       const userIds = [...new Set(requested)];
       if (userIds.length === 0) return { created: [], existing: [] };
       return db.transaction(async (tx) => {
+        // Raw SQL: unnest … with ordinality multi-row insert joined to existing users, with `on conflict … where`
+        // inference on the partial unique index.
         const rows = rowsOf<NotificationRow>(
           await tx.execute(
             sql`insert into notification (user_id, type, title, content, metadata, source_key)
@@ -430,6 +449,7 @@ export function createNotificationRepository(db: Db) {
         if (sourceKey !== undefined && notifications.length < userIds.length) {
           const got = new Set(notifications.map((n) => n.userId));
           const rest = userIds.filter((id) => !got.has(id));
+          // Raw SQL: `= any(text[])` for a whole batch in one parameter.
           existing = rowsOf<NotificationRow>(
             await tx.execute(
               sql`select ${COLUMNS} from notification
@@ -438,7 +458,7 @@ export function createNotificationRepository(db: Db) {
           ).map(toNotification);
         }
         if (notifications.length === 0) return { created: [], existing };
-        // Cursor rows are locked in user-id order, so concurrent broadcasts cannot deadlock on them.
+        // Raw SQL: the cursor upsert that locks rows in user-id order, so concurrent broadcasts cannot deadlock.
         const cursors = rowsOf<{ user_id: string; last_seq: string; unread: number }>(
           await tx.execute(
             sql`insert into notification_cursor (user_id, last_seq, unread)
@@ -480,14 +500,23 @@ export function createNotificationRepository(db: Db) {
 
     async getPreferences(userId: string): Promise<Preferences> {
       // Race-free first read: concurrent callers both "insert", one wins, both read the same row.
-      await db.execute(
-        sql`insert into notification_preference (user_id) values (${userId}) on conflict (user_id) do nothing`,
-      );
-      const [row] = await exec<PreferenceRow>(
-        sql`select * from notification_preference where user_id = ${userId}`,
-      );
+      await db
+        .insert(notificationPreference)
+        .values({ userId })
+        .onConflictDoNothing({ target: notificationPreference.userId });
+      const [row] = await db
+        .select()
+        .from(notificationPreference)
+        .where(eq(notificationPreference.userId, userId));
       if (!row) throw new Error('preferences row missing after upsert');
-      return toPreferences(row);
+      return toPreferences({
+        email_enabled: row.emailEnabled,
+        push_enabled: row.pushEnabled,
+        email_types: row.emailTypes,
+        push_types: row.pushTypes,
+        created_at: row.createdAt,
+        updated_at: row.updatedAt,
+      });
     },
 
     async updatePreferences(userId: string, patch: PreferencesPatch): Promise<Preferences> {
@@ -503,6 +532,7 @@ export function createNotificationRepository(db: Db) {
       if (patch.emailTypes !== undefined) add('email_types', arr(patch.emailTypes));
       if (patch.pushTypes !== undefined) add('push_types', arr(patch.pushTypes));
       if (cols.length === 0) return this.getPreferences(userId);
+      // Raw SQL: a partial upsert whose text[] values go through textArray (same on node-postgres and PGlite).
       const insertCols = sql.raw(['user_id', ...cols].join(', '));
       const sets = sql.raw([...cols.map((c) => `${c} = excluded.${c}`), 'updated_at = now()'].join(', '));
       const [row] = await exec<PreferenceRow>(
@@ -518,6 +548,7 @@ export function createNotificationRepository(db: Db) {
       userIds: string[],
     ): Promise<Array<{ userId: string; email: string; emailEnabled: boolean; emailTypes: string[] }>> {
       if (userIds.length === 0) return [];
+      // Raw SQL: `= any(text[])` for a whole batch in one parameter.
       const rows = await exec<{
         id: string;
         email: string;

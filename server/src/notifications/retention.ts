@@ -4,10 +4,10 @@
 // a second instance skips instead of waiting, and a crash releases the lock with the connection.
 import { sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
-import type { Store } from '../infra/cache.js';
 import { type Database, rowsOf } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
-import { REPLAY_MAX } from './stream.js';
+import type { Store } from '../infra/store.js';
+import { REPLAY_MAX } from './stream-hub.js';
 import { createUnreadCache, type UnreadCache } from './unread-cache.js';
 
 // Arbitrary but fixed; distinct from the migration lock.

@@ -1,10 +1,12 @@
-// Owns the /notification/* HTTP routes (CONTRACT §2 and §3).
+// Owns the /notification/* HTTP routes (docs/api.md#notifications-notification-session-cookie, #server-sent-events-notificationstream).
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authOf, requireUser } from '../auth/guard.js';
 import { notModified } from '../http/cache.js';
 import { AppError } from '../http/errors.js';
+import { ErrorSchema } from '../http/schemas.js';
+import { NotificationErrorCode } from './errors.js';
 import {
   CountsSchema,
   ListQuerySchema,
@@ -14,13 +16,7 @@ import {
   PreferencesSchema,
 } from './schemas.js';
 import type { NotificationService } from './service.js';
-import { parseLastEventId, type StreamHub } from './stream.js';
-
-export const ErrorSchema = z.object({
-  code: z.string(),
-  message: z.string(),
-  details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-});
+import { parseLastEventId, type StreamHub } from './stream-hub.js';
 
 const NotModified = z.null().describe('Not modified: the ETag given in If-None-Match is current');
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema };
@@ -252,7 +248,11 @@ export function registerNotificationRoutes(
       onRequest: async (request, reply) => {
         // Refuse before authenticating: a draining instance should send clients elsewhere quickly.
         if (lifecycle.isShuttingDown()) {
-          throw new AppError(503, 'UNAVAILABLE', 'The server is shutting down; reconnect shortly');
+          throw new AppError(
+            503,
+            NotificationErrorCode.UNAVAILABLE,
+            'The server is shutting down; reconnect shortly',
+          );
         }
         await authenticate(request, reply);
       },

@@ -1,6 +1,8 @@
-// Owns the notification feature's wire shapes (CONTRACT §2) and the server-side action URL rule.
+// Owns the notification feature's wire shapes (docs/api.md) and the server-side action URL rule.
 import { z } from 'zod';
 import { AppError } from '../http/errors.js';
+import { noNul } from '../http/schemas.js';
+import { NotificationErrorCode } from './errors.js';
 
 export const NOTIFICATION_TYPES = [
   'system',
@@ -25,9 +27,6 @@ export const DEFAULT_PUSH_TYPES: NotificationType[] = ['message', 'friend_reques
 
 export const METADATA_MAX_BYTES = 16 * 1024;
 
-/** PostgreSQL text and jsonb cannot hold U+0000: refuse it up front (400) instead of failing the query (500). */
-const NUL = '\u0000';
-export const noNul = (s: string) => !s.includes(NUL);
 const NO_NUL_MESSAGE = 'must not contain NUL characters';
 export const TitleSchema = z.string().min(1).max(255).refine(noNul, NO_NUL_MESSAGE);
 export const ContentSchema = z.string().min(1).max(5000).refine(noNul, NO_NUL_MESSAGE);
@@ -40,7 +39,7 @@ function storableMetadataBytes(m: unknown): number | null {
   let nul = false;
   try {
     const json = JSON.stringify(m, (key, value) => {
-      if (key.includes(NUL) || (typeof value === 'string' && value.includes(NUL))) nul = true;
+      if (!noNul(key) || (typeof value === 'string' && !noNul(value))) nul = true;
       return value;
     });
     return nul ? null : Buffer.byteLength(json);
@@ -268,7 +267,7 @@ export function assertActionUrls(metadata: Metadata | undefined, policy: ActionU
     if (!isAllowedActionUrl(action.url, policy)) {
       throw new AppError(
         400,
-        'ACTION_URL_NOT_ALLOWED',
+        NotificationErrorCode.ACTION_URL_NOT_ALLOWED,
         'Action URLs must be a path starting with a single "/" or an http(s) URL on an allowed host',
         [{ path: `${path}.actions.${i}.url`, message: 'URL not allowed' }],
       );

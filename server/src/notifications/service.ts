@@ -3,8 +3,9 @@
 // create notifications through createForUser / createForUsers.
 import { AppError, notFound, validationError } from '../http/errors.js';
 import type { Logger } from '../infra/logger.js';
-import type { Realtime } from '../realtime/types.js';
+import type { Realtime } from '../realtime/index.js';
 import type { Delivery, DeliveryItem } from './delivery.js';
+import { NotificationErrorCode } from './errors.js';
 import {
   type BatchMessage,
   MAX_EVENTS_PER_USER_MESSAGE,
@@ -30,7 +31,7 @@ import type { UnreadCache } from './unread-cache.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface CreateOptions {
-  /** Delivery order override (CONTRACT §4); default sse, email, push. */
+  /** Delivery order override (docs/api.md#notifications-notification-session-cookie); default sse, email, push. */
   strategies?: readonly StrategyName[];
   /**
    * Makes the send idempotent per user: a user who already has a notification from this key is not sent
@@ -132,7 +133,7 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     }
   };
 
-  const notFoundError = () => notFound('NOT_FOUND', 'Notification not found');
+  const notFoundError = () => notFound(NotificationErrorCode.NOT_FOUND, 'Notification not found');
   const uuidOrNotFound = (id: string) => {
     if (!UUID.test(id)) throw notFoundError();
     return id.toLowerCase();
@@ -240,41 +241,39 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     updatePreferences: (userId: string, patch: PreferencesPatch): Promise<Preferences> =>
       repo.updatePreferences(userId, patch),
 
-    /** Validates action URLs against the allowlist (routes call this after schema validation). */
-    assertActionUrls: (input: NewNotification) => assertActionUrls(input.metadata, deps.policy),
-
     /** Creates one notification for one user, publishes it and runs delivery. 404 when the user is gone. */
     async createForUser(userId: string, input: NewNotification, options: CreateOptions = {}) {
       const valid = validate(input);
       const { created, existing } = await createBatch([userId], valid, options);
       const first = created[0] ?? existing[0];
-      if (!first) throw new AppError(404, 'NOT_FOUND', 'User not found');
+      if (!first) throw new AppError(404, NotificationErrorCode.NOT_FOUND, 'User not found');
       return first;
     },
 
     /**
      * Creates the same notification for many users in batches of BROADCAST_BATCH_SIZE (one multi-row insert,
-     * one bus message and one delivery pass per batch). The caller filters out banned users.
+     * one bus message and one delivery pass per batch). The caller filters out banned users. `existingCount`:
+     * users an interrupted earlier run with the same `sourceKey` had already reached (not created again).
      */
     async createForUsers(
       userIds: string[],
       input: NewNotification,
       options: CreateOptions = {},
-    ): Promise<{ createdCount: number; missingUserIds: string[] }> {
+    ): Promise<{ createdCount: number; existingCount: number; missingUserIds: string[] }> {
       const valid = validate(input);
       let createdCount = 0;
+      let existingCount = 0;
       const missing: string[] = [];
       for (let i = 0; i < userIds.length; i += deps.batchSize) {
         const r = await createBatch(userIds.slice(i, i + deps.batchSize), valid, options);
         createdCount += r.created.length;
+        existingCount += r.existing.length;
         missing.push(...r.missingUserIds);
       }
-      return { createdCount, missingUserIds: missing };
+      return { createdCount, existingCount, missingUserIds: missing };
     },
 
-    /** One batch without re-validation, for callers that stream users (admin "all" keyset walk). */
-    createBatchValidated: (userIds: string[], input: NewNotification, options: CreateOptions = {}) =>
-      createBatch(userIds, input, options),
+    /** Checks input from code paths that did not go through a route schema (400 when invalid); creates nothing. */
     validate,
   };
 }

@@ -1,14 +1,8 @@
-// Owns the per-user unread-count cache in the shared store.
-//
-// Invalidation is versioned so a concurrent reader can never re-cache an old value: each user has one hash
-// { v: version, c: count }. A writer, after its transaction commits, increments v and drops c. A reader that
-// misses remembers v, counts in the database, then stores c only if v is still the version it saw (compare
-// and set in one Lua script). A count computed before a commit can therefore only be stored under the old
-// version, which the writer's bump has already superseded. When the store is unreachable readers fall back to
-// the database, and failed bumps are retried until they succeed so no stale count survives the outage.
+// Owns the per-user unread-count cache in the shared store, with versioned invalidation (design:
+// docs/architecture.md "Unread count cache").
 import type { Redis } from 'ioredis';
-import type { Store } from '../infra/cache.js';
 import type { Logger } from '../infra/logger.js';
+import type { Store } from '../infra/store.js';
 
 export interface UnreadCache {
   /** The cached count, or the database count (cached when safe). Never stale after invalidate() returned. */

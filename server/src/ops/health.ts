@@ -1,23 +1,16 @@
 // Owns GET /health: database and store checks with timeouts; 503 while shutting down or without a database.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { withTimeout } from '../http/timeout.js';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
 async function check(run: () => Promise<void>): Promise<'ok' | 'error'> {
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      run(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS);
-      }),
-    ]);
+    await withTimeout(run(), CHECK_TIMEOUT_MS);
     return 'ok';
   } catch {
     return 'error';
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -2,6 +2,7 @@
 // logged, the whole bounded by a deadline so a stuck step cannot keep the pools open. Fastify's close runs the
 // phases up to close-connections in a preClose hook (the server still answers, /health says 503) and the rest
 // in an onClose hook, after the HTTP server stopped (see app.ts).
+import { withTimeout } from '../http/timeout.js';
 import type { Logger } from '../infra/logger.js';
 
 export const SHUTDOWN_PHASES = [
@@ -71,14 +72,11 @@ export function createLifecycle(options: LifecycleOptions = {}): Lifecycle {
       await new Promise((resolve) => setTimeout(resolve, options.drainMs));
     }
     const budget = Math.max(MIN_PHASE_BUDGET_MS, deadline - Date.now());
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([
-      all.then(() => false),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(true), budget);
-      }),
-    ]);
-    clearTimeout(timer);
+    // The steps' errors are caught above, so a rejection here can only be the deadline.
+    const timedOut = await withTimeout(all, budget).then(
+      () => false,
+      () => true,
+    );
     if (timedOut) options.logger?.error({ phase, budgetMs: budget }, 'shutdown phase timed out; moving on');
     completed.push(phase);
     options.logger?.debug({ phase, ms: Date.now() - started }, 'shutdown phase done');

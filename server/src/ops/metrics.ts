@@ -1,4 +1,4 @@
-// Owns GET /metrics: the contract's JSON report (CONTRACT §8) and, through ops/prometheus.ts, the same figures
+// Owns GET /metrics: the contract's JSON report (docs/api.md#operations) and, through ops/prometheus.ts, the same figures
 // plus latency histograms and process metrics in Prometheus text format.
 // Access: `Authorization: Bearer <METRICS_API_KEY>` (compared in constant time) or an admin session. No
 // credentials → 401; a wrong key or a non-admin session → 403; with no key configured only admins pass.
@@ -6,10 +6,10 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AppContext } from '../app.js';
+import type { AppContext } from '../context.js';
 import { forbidden, unauthorized } from '../http/errors.js';
-import { registerRealtimeTestRoutes } from '../realtime/test-routes.js';
-import type { InstanceRecord } from '../realtime/types.js';
+import { ErrorSchema } from '../http/schemas.js';
+import type { InstanceRecord } from '../realtime/index.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
 
 const InstanceSchema = z.object({
@@ -95,8 +95,6 @@ export const MetricsSchema = z
 
 export type MetricsReport = z.infer<typeof MetricsSchema>;
 
-const ErrorSchema = z.object({ code: z.string(), message: z.string() });
-
 /** Hashing both sides first makes the comparison constant-time whatever the lengths. */
 function sameSecret(given: string, expected: string): boolean {
   const a = createHash('sha256').update(given).digest();
@@ -130,20 +128,18 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
   const { realtime, config } = ctx;
   const stats = realtime.bus.stats();
   const now = Date.now();
-  const startedAt = realtime.startedAt ?? now - Math.round(process.uptime() * 1000);
+  const startedAt = realtime.startedAt;
   const localClients = realtime.presence.localChatConnections();
   // The queue figures need the database; a report without them beats no report during a database outage.
   const email = await ctx.outbox.stats().catch((err: unknown) => {
     ctx.logger.warn({ err }, 'metrics: email queue figures unavailable');
     return undefined;
   });
-  const instances: InstanceRecord[] = realtime.instances
-    ? await realtime.instances()
-    : [{ instanceId: config.INSTANCE_ID, startedAt, lastHeartbeat: now, connectedClients: localClients }];
+  const instances: InstanceRecord[] = await realtime.instances();
   return {
     timestamp: now,
     instanceId: config.INSTANCE_ID,
-    distributedMode: realtime.distributed ?? config.distributed,
+    distributedMode: realtime.distributed,
     pubsub: {
       messagesPublished: stats.messagesPublished,
       messagesReceived: stats.messagesReceived,
@@ -172,8 +168,6 @@ function wantsPrometheus(request: FastifyRequest, format: string | undefined): b
 }
 
 export function registerMetrics(app: FastifyInstance): void {
-  // Test-only observation routes of the real-time core (NODE_ENV=test only), kept with the ops surface.
-  registerRealtimeTestRoutes(app);
   app.withTypeProvider<ZodTypeProvider>().get(
     '/metrics',
     {

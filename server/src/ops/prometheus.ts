@@ -1,4 +1,4 @@
-// Owns the Prometheus side of GET /metrics (CONTRACT §8): one prom-client Registry per app (tests build several
+// Owns the Prometheus side of GET /metrics (docs/api.md#operations): one prom-client Registry per app (tests build several
 // apps in one process, so never the global registry), the latency histograms the hot paths feed with cheap
 // observe() calls, process/runtime metrics, and the report figures mirrored at scrape time.
 // Conventions: `herald_` prefix, base units (seconds, bytes), counters end in `_total`, and no `instance`/`job`

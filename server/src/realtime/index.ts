@@ -2,35 +2,44 @@
 // Redis bus with its degraded fallback, the cluster registry and presence in the store. Otherwise: the
 // in-process bus and local presence, and the registry lists this instance alone.
 import type { Config } from '../config.js';
-import type { Store } from '../infra/cache.js';
 import type { Logger } from '../infra/logger.js';
-import type { Lifecycle } from '../ops/lifecycle.js';
+import type { Store } from '../infra/store.js';
 import { type Bus, createMemoryBus } from './bus.js';
 import { realtimeKeys } from './keys.js';
 import { createPresence, type PresenceCore } from './presence.js';
 import { createRedisBus } from './redis-bus.js';
-import { createRegistry, type InstanceRecord } from './registry.js';
-import type { Realtime, UserDisconnect } from './types.js';
+import { createRegistry } from './registry.js';
+import type { InstanceRecord, Realtime, UserDisconnect } from './types.js';
 
-export type { InstanceRecord } from './registry.js';
+// The door: features, auth and ops import the real-time core only from here.
+export type { Bus, Envelope } from './bus.js';
+export { openSse, type SseConnection, sseBody, sseIdLine } from './sse.js';
+export { registerRealtimeTestRoutes } from './test-routes.js';
+export type {
+  ChatRole,
+  InstanceRecord,
+  Presence,
+  PresenceCounts,
+  Realtime,
+  UserDisconnect,
+} from './types.js';
 
 export interface RealtimeDeps {
   config: Config;
   store: Store;
   logger: Logger;
-  /** When given, presence removal and deregistration are registered as shutdown steps. */
-  lifecycle?: Lifecycle;
   /** Receives each bus message's delivery latency (the Prometheus histogram). */
   onBusLatencySeconds?: (seconds: number) => void;
 }
 
 export interface RealtimeCore extends Realtime {
   presence: PresenceCore;
-  distributed: boolean;
-  startedAt: number;
-  instances(): Promise<InstanceRecord[]>;
   /** Waits (bounded) for the store and starts heartbeats. Never rejects: without a store it starts degraded. */
   start(): Promise<void>;
+  /** Shutdown step (phase remove-presence, registered by the composition root); idempotent, never rejects. */
+  removePresence(): Promise<void>;
+  /** Shutdown step (phase deregister): leaves the registry and closes the bus; idempotent, never rejects. */
+  deregister(): Promise<void>;
   /** Removes presence, deregisters and closes the bus; idempotent (the shutdown phases call the same steps). */
   close(): Promise<void>;
 }
@@ -50,13 +59,7 @@ function isUserDisconnect(value: unknown): value is UserDisconnect {
   );
 }
 
-export function createRealtime({
-  config,
-  store,
-  logger,
-  lifecycle,
-  onBusLatencySeconds,
-}: RealtimeDeps): RealtimeCore {
+export function createRealtime({ config, store, logger, onBusLatencySeconds }: RealtimeDeps): RealtimeCore {
   const startedAt = Date.now();
   const instanceId = config.INSTANCE_ID;
   const keys = realtimeKeys(store.prefix);
@@ -156,8 +159,6 @@ export function createRealtime({
     })();
     return deregistered;
   };
-  lifecycle?.onShutdown('remove-presence', 'presence', removePresence);
-  lifecycle?.onShutdown('deregister', 'registry', deregister);
 
   const self = (): InstanceRecord => ({
     instanceId,
@@ -204,6 +205,8 @@ export function createRealtime({
       if (bus.isDegraded()) log.warn('store not reachable at start-up: starting in degraded mode');
       registry?.start();
     },
+    removePresence,
+    deregister,
     async close() {
       await removePresence();
       await deregister();

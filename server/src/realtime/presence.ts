@@ -1,10 +1,5 @@
-// Owns presence: who is online (notification SSE streams, ref-counted locally) and chat counts (guests per
-// connection, members and admins as distinct users). Each instance keeps its share in the store under its own
-// keys (sets of user ids, a guest counter) with the registry's lifetime; cluster-wide answers are computed over
-// live instances in one Lua call. Chat count changes are published on the bus at most every
-// PRESENCE_DEBOUNCE_MS and every instance recomputes; a chat connect is greeted with the last recomputed counts
-// (that recount walks every instance's sets, too costly to pay per connect). While degraded, everything answers
-// from local state and the store is resynchronised in full on recovery.
+// Owns presence: who holds a notification stream and the chat counts, per instance in the store and summed over
+// live instances (design: docs/architecture.md "Real-time core").
 import type { Redis } from 'ioredis';
 import type { Logger } from '../infra/logger.js';
 import type { Bus } from './bus.js';

@@ -71,9 +71,9 @@ export interface Realtime {
   /** Called each time the bus enters degraded mode (the store became unreachable). */
   onDegraded(handler: () => void): () => void;
   /** Live instances of the cluster, this one included (only this one when not distributed). */
-  instances?(): Promise<InstanceRecord[]>;
+  instances(): Promise<InstanceRecord[]>;
   /** True when a store is configured and ENABLE_DISTRIBUTED_CHAT is on. */
-  distributed?: boolean;
+  distributed: boolean;
   /** When this instance's real-time core started (epoch ms). */
-  startedAt?: number;
+  startedAt: number;
 }

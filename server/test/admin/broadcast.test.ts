@@ -5,8 +5,8 @@ import { rowsOf } from '../../src/infra/db.js';
 import { user as userTable } from '../../src/infra/schema/index.js';
 import { NOTIFICATION_EVENTS_TOPIC, type NotificationBusMessage } from '../../src/notifications/events.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { openStream } from '../helpers/sse-client.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { openStream } from '../notifications/sse-client.js';
 
 const body = (target: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   target,

@@ -1,4 +1,4 @@
-// CONTRACT §1 end to end over HTTP with the real SMTP capture: sign-up, verification (GET and POST), sign-in,
+// Accounts (docs/architecture.md "Accounts and sessions") end to end over HTTP with the real SMTP capture: sign-up, verification (GET and POST), sign-in,
 // session, sign-out, reset (both paths), magic link, username, ADMIN_EMAILS promotion, admin plugin, CLI.
 import { PassThrough, Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ import {
   uniqueEmail,
 } from '../helpers/users.js';
 
-describe('accounts (CONTRACT §1)', () => {
+describe('accounts', () => {
   let env: TestEnv;
   let app: App;
   const adminEmail = uniqueEmail('boss');

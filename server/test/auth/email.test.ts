@@ -4,7 +4,6 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import type { Logger } from '../../src/infra/logger.js';
 import { actionEmail, createMailer, escapeHtml, safeSubject } from '../../src/infra/mailer.js';
 import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
 import { jsonHeaders, uniqueEmail } from '../helpers/users.js';
@@ -18,7 +17,7 @@ function captureLogger() {
       done();
     },
   });
-  return { logger: pino({ level: 'info' }, stream) as unknown as Logger, lines };
+  return { logger: pino({ level: 'info' }, stream), lines };
 }
 
 describe('auth emails over SMTP', () => {

@@ -9,9 +9,9 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { createStore, type Store } from '../../src/infra/cache.js';
 import { createDatabase, type Database, type Db } from '../../src/infra/db.js';
 import * as schema from '../../src/infra/schema/index.js';
+import { createStore, type Store } from '../../src/infra/store.js';
 import type { UserDisconnect } from '../../src/realtime/types.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { tokenFrom } from '../helpers/smtp.js';
@@ -332,7 +332,7 @@ describe('sessions when the store is unreachable', () => {
     const s = await app.inject({ method: 'GET', url: '/auth/get-session', headers: { cookie: u.cookie } });
     expect(s.statusCode).toBe(200);
     expect(s.json()?.user?.id).toBe(u.id);
-    // CONTRACT §8: degraded still means every feature works on this instance. Sign-in creates the session in
+    // docs/operations.md: degraded still means every feature works on this instance. Sign-in creates the session in
     // PostgreSQL (the store copy is repaired later) and the new session works at once.
     const signInRes = await app.inject({
       method: 'POST',

@@ -7,7 +7,7 @@ import type { App } from '../../src/app.js';
 import { chatMessage } from '../../src/infra/schema/chat.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { type ChatClient, openChat, refusedStatus } from './ws-client.js';
+import { type ChatClient, openChat, refusedStatus } from '../helpers/ws-client.js';
 
 describe('chat (single instance)', () => {
   let env: TestEnv;

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster, type TestCluster } from '../helpers/cluster.js';
-import { type ChatClient, type ChatEvent, openChat } from './ws-client.js';
+import { type ChatClient, type ChatEvent, openChat } from '../helpers/ws-client.js';
 
 const ADMIN_EMAIL = `chat-admin-${randomUUID().slice(0, 8)}@example.test`;
 

@@ -5,7 +5,7 @@ import type { App } from '../../src/app.js';
 import { chatMessage } from '../../src/infra/schema/chat.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { createVerifiedUser, type TestUser } from '../helpers/users.js';
-import { type ChatClient, openChat } from './ws-client.js';
+import { type ChatClient, openChat } from '../helpers/ws-client.js';
 
 interface Msg {
   id: string;

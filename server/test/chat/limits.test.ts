@@ -6,7 +6,7 @@ import type { App } from '../../src/app.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 import { createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { type ChatClient, openChat, refusedStatus } from './ws-client.js';
+import { type ChatClient, openChat, refusedStatus } from '../helpers/ws-client.js';
 
 describe('chat limits and liveness', () => {
   let env: TestEnv;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { type ChatClient, type ChatEvent, openChat } from './ws-client.js';
+import { type ChatClient, type ChatEvent, openChat } from '../helpers/ws-client.js';
 
 describe('chat across two instances', () => {
   let env: TestEnv;

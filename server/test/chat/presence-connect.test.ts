@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster, type TestCluster } from '../helpers/cluster.js';
-import { type ChatClient, type ChatEvent, openChat } from './ws-client.js';
+import { type ChatClient, type ChatEvent, openChat } from '../helpers/ws-client.js';
 
 const ADMIN_EMAIL = `pc-admin-${randomUUID().slice(0, 8)}@example.test`;
 const MEMBERS = 6;

@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster, type TestCluster } from '../helpers/cluster.js';
-import { openStream, type SseClient } from '../notifications/sse-client.js';
-import { type ChatClient, openChat } from './ws-client.js';
+import { openStream, type SseClient } from '../helpers/sse-client.js';
+import { type ChatClient, openChat } from '../helpers/ws-client.js';
 
 const ADMIN_EMAIL = `rv-admin-${randomUUID().slice(0, 8)}@example.test`;
 

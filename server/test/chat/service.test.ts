@@ -2,12 +2,13 @@
 // interleaving (a socket closed while its requests are still queued) that real sockets cannot pin down.
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { WebSocket } from 'ws';
-import type { ChatConnection, ChatHub } from '../../src/chat/chat-hub.js';
-import type { ChatRepository, NewChatMessage } from '../../src/chat/chat-repository.js';
-import { createChatService } from '../../src/chat/chat-service.js';
+import type { ChatConnection, ChatHub } from '../../src/chat/hub.js';
 import type { ChatMessage } from '../../src/chat/protocol.js';
+import type { ChatRepository, NewChatMessage } from '../../src/chat/repository.js';
+import { createChatService, createHistoryCache } from '../../src/chat/service.js';
 import { createTypingThrottle, type MessageThrottle } from '../../src/chat/throttle.js';
 import type { Logger } from '../../src/infra/logger.js';
 import type { Bus } from '../../src/realtime/bus.js';
@@ -34,12 +35,6 @@ function setup() {
     ip: '127.0.0.1',
     alive: true,
     queue: null,
-    errorCount: 0,
-    errorWindowStart: Date.now(),
-    frameCount: 0,
-    frameWindowStart: Date.now(),
-    pending: 0,
-    chain: Promise.resolve(),
     corked: false,
   } satisfies ChatConnection;
   const inserted: NewChatMessage[] = [];
@@ -83,8 +78,7 @@ function setup() {
     hit: async () => ({ ok: true }),
     close() {},
   };
-  const noop = () => {};
-  const logger = { error: noop, warn: noop, info: noop, debug: noop } as unknown as Logger;
+  const logger: Logger = pino({ level: 'silent' });
   const service = createChatService({
     hub,
     repo,
@@ -95,9 +89,11 @@ function setup() {
     // Revocation re-checks are covered by the real-process tests (test/chat/revocation.test.ts).
     sessionLive: async () => true,
     frameLimit: 200,
+    history: createHistoryCache(repo, 0),
   });
   const frame = (f: unknown) => service.onFrame(conn, Buffer.from(JSON.stringify(f)), false);
-  return { ws, conn, inserted, gates, published, sent, frame };
+  service.open(conn);
+  return { ws, conn, inserted, gates, published, sent, frame, service };
 }
 
 describe('chat service', () => {
@@ -111,7 +107,7 @@ describe('chat service', () => {
     // The user is banned while the first insert is in flight: the hub starts closing the socket.
     t.ws.readyState = CLOSING;
     t.gates.shift()?.();
-    await t.conn.chain;
+    await t.service.idle(t.conn);
     expect(t.inserted.map((m) => m.message)).toEqual(['first']);
     expect(t.published).toHaveLength(1);
     t.frame({ type: 'typing', isTyping: true });

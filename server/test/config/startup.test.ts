@@ -5,7 +5,6 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, startupSummary, unknownVariableWarnings } from '../../src/config.js';
-import type { Logger } from '../../src/infra/logger.js';
 import { canPrettyPrint, loggerOptions } from '../../src/infra/logger.js';
 import { checkSmtp, createMailer } from '../../src/infra/mailer.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
@@ -33,7 +32,7 @@ function captureLogger() {
       done();
     },
   });
-  return { logger: pino({ level: 'info' }, stream) as unknown as Logger, lines };
+  return { logger: pino({ level: 'info' }, stream), lines };
 }
 
 describe('SMTP credentials in the configuration', () => {

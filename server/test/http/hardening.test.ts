@@ -2,9 +2,8 @@
 // metadata nesting is bounded (and idempotency canonicalisation survives any depth), action URLs are stored
 // normalised, chat pings spend the socket's frame budget, and admin broadcasts email only verified addresses.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestHash } from '../../src/admin/idempotency.js';
 import type { App } from '../../src/app.js';
-import { type ChatClient, openChat } from '../chat/ws-client.js';
+import { requestHash } from '../../src/http/idempotency.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import {
   createAdmin,
@@ -13,6 +12,7 @@ import {
   type TestUser,
   uniqueEmail,
 } from '../helpers/users.js';
+import { type ChatClient, openChat } from '../helpers/ws-client.js';
 
 const nested = (depth: number): Record<string, unknown> => {
   let value: Record<string, unknown> = { leaf: true };

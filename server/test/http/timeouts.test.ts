@@ -5,10 +5,10 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { openChat } from '../chat/ws-client.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { openStream } from '../helpers/sse-client.js';
 import { createVerifiedUser } from '../helpers/users.js';
-import { openStream } from '../notifications/sse-client.js';
+import { openChat } from '../helpers/ws-client.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { NOTIFICATION_TYPES } from '../../src/notifications/schemas.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { dbUnread, seed } from '../helpers/seed.js';
 import { createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { dbUnread, seed } from './seed.js';
 
 describe('notification API', () => {
   let env: TestEnv;

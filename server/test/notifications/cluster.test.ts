@@ -9,7 +9,7 @@ import {
   startCluster,
   type TestCluster,
 } from '../helpers/cluster.js';
-import { openStream, type SseClient } from './sse-client.js';
+import { openStream, type SseClient } from '../helpers/sse-client.js';
 
 describe('notifications across real instances', () => {
   let cluster: TestCluster;

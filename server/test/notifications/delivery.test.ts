@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { rowsOf } from '../../src/infra/db.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { openStream, type SseClient } from '../helpers/sse-client.js';
 import { createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { openStream, type SseClient } from './sse-client.js';
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

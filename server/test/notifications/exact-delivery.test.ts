@@ -9,7 +9,7 @@ import {
   startCluster,
   type TestCluster,
 } from '../helpers/cluster.js';
-import { openStream, type SseClient, type SseEvent } from './sse-client.js';
+import { openStream, type SseClient, type SseEvent } from '../helpers/sse-client.js';
 
 const LOGGED = new Set([
   'new_notification',

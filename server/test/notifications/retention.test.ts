@@ -5,8 +5,8 @@ import type { App } from '../../src/app.js';
 import { rowsOf } from '../../src/infra/db.js';
 import { runRetention } from '../../src/notifications/index.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { dbUnread, seed } from '../helpers/seed.js';
 import { createVerifiedUser } from '../helpers/users.js';
-import { dbUnread, seed } from './seed.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 

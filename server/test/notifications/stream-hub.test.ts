@@ -9,9 +9,9 @@ import type { AuthContext } from '../../src/auth/guard.js';
 import type { NotificationBusMessage } from '../../src/notifications/events.js';
 import type { NotificationRepository } from '../../src/notifications/repository.js';
 import type { Notification } from '../../src/notifications/schemas.js';
-import { createStreamHub, parseLastEventId, type StreamHub } from '../../src/notifications/stream.js';
+import { createStreamHub, parseLastEventId, type StreamHub } from '../../src/notifications/stream-hub.js';
 import type { Presence } from '../../src/realtime/types.js';
-import { openStream, type SseClient } from './sse-client.js';
+import { openStream, type SseClient } from '../helpers/sse-client.js';
 
 const USER = 'user-1';
 

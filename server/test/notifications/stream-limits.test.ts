@@ -1,8 +1,8 @@
 // Caps on notification streams: per user and per client IP on one instance, the rate of opens, and HEAD.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { openStream, type SseClient } from '../helpers/sse-client.js';
 import { createVerifiedUser } from '../helpers/users.js';
-import { openStream, type SseClient } from './sse-client.js';
 
 describe('notification stream limits', () => {
   let env: TestEnv;

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { NOTIFICATION_EVENTS_TOPIC } from '../../src/notifications/events.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { openStream, type SseClient } from '../helpers/sse-client.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { openStream, type SseClient } from './sse-client.js';
 
 const note = (title: string) => ({ type: 'mention' as const, title, content: `${title} content` });
 

@@ -1,4 +1,4 @@
-// GET /health shapes (CONTRACT §8): 200 ok, 503 { status: "error", … } without the database, 503
+// GET /health shapes (docs/api.md#operations): 200 ok, 503 { status: "error", … } without the database, 503
 // { status: "shutting_down" } during shutdown; no auth. Also: the test-only /__test routes exist only under
 // NODE_ENV=test.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

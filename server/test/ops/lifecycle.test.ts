@@ -1,7 +1,6 @@
 // The shutdown sequence itself: phase order, split runs (preClose then onClose), failing and stuck steps.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Logger } from '../../src/infra/logger.js';
 import { createLifecycle, SHUTDOWN_PHASES } from '../../src/ops/lifecycle.js';
 
 describe('lifecycle', () => {
@@ -60,7 +59,7 @@ describe('lifecycle', () => {
     const logger = pino(
       { level: 'info' },
       { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string; phase?: string }) },
-    ) as unknown as Logger;
+    );
     const lifecycle = createLifecycle({ logger, timeoutMs: 300 });
     let poolsClosed = false;
     lifecycle.onShutdown('close-connections', 'stuck', () => new Promise<void>(() => {}));

@@ -4,15 +4,14 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createStore, type Store } from '../../src/infra/cache.js';
-import type { Logger } from '../../src/infra/logger.js';
+import { createStore, type Store } from '../../src/infra/store.js';
 import { type Bus, createDegradedBus, createMemoryBus, type Envelope } from '../../src/realtime/bus.js';
 import { realtimeKeys } from '../../src/realtime/keys.js';
 import { createRedisBus, type RedisBus } from '../../src/realtime/redis-bus.js';
 import { TEST_REDIS_URL } from '../helpers/env.js';
 import { startRedisServer, type TestRedis } from '../helpers/redis-server.js';
 
-const logger = pino({ level: 'silent' }) as unknown as Logger;
+const logger = pino({ level: 'silent' });
 const MAX_BYTES = 8 * 1024;
 const noop = () => {};
 

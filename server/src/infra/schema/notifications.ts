@@ -120,17 +120,3 @@ export const emailOutbox = pgTable(
   },
   (t) => [index('email_outbox_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`)],
 );
-
-/** Remembers the result of an admin send per Idempotency-Key so a retry does not send twice. */
-export const idempotencyKey = pgTable('idempotency_key', {
-  key: text('key').primaryKey(),
-  scope: text('scope').notNull(),
-  requestHash: text('request_hash').notNull(),
-  response: jsonb('response').$type<Record<string, unknown>>(),
-  createdAt: tz('created_at').notNull().defaultNow(),
-  // The instance running the claimed request and its last sign of life: a claim whose heartbeat is older than
-  // DEAD_INSTANCE_MS belongs to a crashed instance and may be taken over by a retry (docs/architecture.md,
-  // "Idempotent broadcasts across crashes"). Null on rows written before these columns existed.
-  ownerInstance: text('owner_instance'),
-  heartbeatAt: tz('heartbeat_at'),
-});

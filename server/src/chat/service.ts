@@ -3,12 +3,12 @@
 // connect, so a reconnect storm costs one query instead of one per socket.
 import type { RawData } from 'ws';
 import type { Logger } from '../infra/logger.js';
-import type { Bus } from '../realtime/bus.js';
-import type { ChatConnection, ChatHub, ChatIdentity } from './chat-hub.js';
-import type { ChatRepository } from './chat-repository.js';
+import type { Bus, UserDisconnect } from '../realtime/index.js';
+import type { ChatConnection, ChatHub, ChatIdentity } from './hub.js';
 import {
   CHAT_BUS_TOPIC,
   type ChatBusEvent,
+  ChatBusEventSchema,
   ChatErrorCode,
   ChatLimits,
   type ClientMessage,
@@ -17,6 +17,7 @@ import {
   normalizeMessageText,
   parseClientFrame,
 } from './protocol.js';
+import type { ChatRepository } from './repository.js';
 import type { MessageThrottle, TypingThrottle } from './throttle.js';
 
 export interface HistoryCache {
@@ -65,11 +66,25 @@ export interface ChatServiceDeps {
   sessionLive: (conn: ChatConnection, id: ChatIdentity) => Promise<boolean>;
   /** Inbound frames of any type one socket may send per ChatLimits.FRAME_WINDOW_MS. */
   frameLimit: number;
+  /** The history sent on connect; every received event except typing invalidates it. */
+  history: HistoryCache;
 }
 
 export interface ChatService {
+  /** Starts the service's per-socket state (abuse and frame windows count from here). */
+  open(conn: ChatConnection): void;
   onFrame(conn: ChatConnection, data: RawData, isBinary: boolean): void;
+  /** Resolves once the socket's queued requests have run (tests, diagnostics). */
+  idle(conn: ChatConnection): Promise<void>;
+  /** Sends a chat event to every instance; `listen` delivers it (and other instances' events) to local sockets. */
   publish(event: ChatBusEvent): void;
+  /** Subscribes the receive path to the bus; returns the unsubscribe function. */
+  listen(): () => void;
+  /**
+   * The user-disconnect policy: closes the user's sockets (one session's only, for a one-device sign-out) and
+   * tells peers about user-wide disconnections.
+   */
+  disconnectUser(event: UserDisconnect): void;
   /** Sends an `error` and counts it towards the abuse limit. */
   fail(conn: ChatConnection, code: ChatErrorCode, message: string): void;
 }
@@ -80,17 +95,68 @@ function frameText(data: RawData): string {
   return Buffer.from(data).toString('utf8');
 }
 
+/** What the service keeps per socket: the abuse and frame windows and the ordered request chain. */
+interface SocketState {
+  errorCount: number;
+  errorWindowStart: number;
+  /** Inbound frames (any type) in the current frame window; see ChatLimits.FRAME_WINDOW_MS. */
+  frameCount: number;
+  frameWindowStart: number;
+  /** Requests waiting for the database or store, processed one after another (per-socket ordering). */
+  pending: number;
+  chain: Promise<void>;
+}
+
 export function createChatService(deps: ChatServiceDeps): ChatService {
-  const { hub, repo, bus, throttle, typing, logger, sessionLive } = deps;
+  const { hub, repo, bus, throttle, typing, logger, sessionLive, history } = deps;
+  // Owned here alone; entries go with their sockets (weak keys).
+  const sockets = new WeakMap<ChatConnection, SocketState>();
+  const newState = (): SocketState => {
+    const now = Date.now();
+    return {
+      errorCount: 0,
+      errorWindowStart: now,
+      frameCount: 0,
+      frameWindowStart: now,
+      pending: 0,
+      chain: Promise.resolve(),
+    };
+  };
+  const stateOf = (conn: ChatConnection): SocketState => {
+    let st = sockets.get(conn);
+    if (!st) {
+      st = newState();
+      sockets.set(conn, st);
+    }
+    return st;
+  };
+
+  /** A chat event from any instance (this one included), validated: another instance or the store could send anything. */
+  const receive = (payload: unknown) => {
+    const parsed = ChatBusEventSchema.safeParse(payload);
+    if (!parsed.success) {
+      logger.warn({ issues: parsed.error.issues.slice(0, 3) }, 'chat: malformed bus event dropped');
+      return;
+    }
+    const event = parsed.data;
+    if (event.type === 'typing') {
+      const { exceptConnectionId, ...out } = event;
+      hub.broadcast(encode(out), exceptConnectionId);
+      return;
+    }
+    history.invalidate();
+    hub.broadcast(encode(event));
+  };
 
   const countAbuse = (conn: ChatConnection) => {
     const now = Date.now();
-    if (now - conn.errorWindowStart > ChatLimits.ABUSE_WINDOW_MS) {
-      conn.errorWindowStart = now;
-      conn.errorCount = 0;
+    const st = stateOf(conn);
+    if (now - st.errorWindowStart > ChatLimits.ABUSE_WINDOW_MS) {
+      st.errorWindowStart = now;
+      st.errorCount = 0;
     }
-    conn.errorCount++;
-    if (conn.errorCount > ChatLimits.ABUSE_MAX_ERRORS) {
+    st.errorCount++;
+    if (st.errorCount > ChatLimits.ABUSE_MAX_ERRORS) {
       logger.warn({ connectionId: conn.id, ip: conn.ip }, 'chat: closing abusive socket');
       hub.close(conn, CloseCode.ABUSE, 'too many invalid frames');
       return true;
@@ -234,16 +300,17 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
   };
 
   const enqueue = (conn: ChatConnection, run: () => Promise<void>) => {
-    if (conn.pending >= ChatLimits.MAX_PENDING_REQUESTS) {
+    const st = stateOf(conn);
+    if (st.pending >= ChatLimits.MAX_PENDING_REQUESTS) {
       fail(conn, ChatErrorCode.TOO_MANY_REQUESTS, 'Too many requests in flight');
       return;
     }
-    conn.pending++;
-    conn.chain = conn.chain
+    st.pending++;
+    st.chain = st.chain
       .then(run)
       .catch((err: unknown) => logger.error({ err, connectionId: conn.id }, 'chat: request failed'))
       .finally(() => {
-        conn.pending--;
+        st.pending--;
       });
   };
 
@@ -254,18 +321,19 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
    */
   const overFrameBudget = (conn: ChatConnection): boolean => {
     const now = Date.now();
-    if (now - conn.frameWindowStart >= ChatLimits.FRAME_WINDOW_MS) {
-      conn.frameWindowStart = now;
-      conn.frameCount = 0;
+    const st = stateOf(conn);
+    if (now - st.frameWindowStart >= ChatLimits.FRAME_WINDOW_MS) {
+      st.frameWindowStart = now;
+      st.frameCount = 0;
     }
-    conn.frameCount++;
-    if (conn.frameCount <= deps.frameLimit) return false;
+    st.frameCount++;
+    if (st.frameCount <= deps.frameLimit) return false;
     if (!countAbuse(conn)) {
       hub.send(
         conn,
         encode({
           type: 'throttled',
-          retryAfterMs: Math.max(1, conn.frameWindowStart + ChatLimits.FRAME_WINDOW_MS - now),
+          retryAfterMs: Math.max(1, st.frameWindowStart + ChatLimits.FRAME_WINDOW_MS - now),
           limit: deps.frameLimit,
           windowMs: ChatLimits.FRAME_WINDOW_MS,
         }),
@@ -277,6 +345,28 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
   return {
     fail,
     publish,
+    open(conn) {
+      sockets.set(conn, newState());
+    },
+    idle: (conn) => stateOf(conn).chain,
+    listen: () => bus.subscribe(CHAT_BUS_TOPIC, receive),
+    disconnectUser(event) {
+      const code = event.reason === 'banned' ? CloseCode.POLICY : CloseCode.SESSION_ENDED;
+      const accountChanged = event.reason === 'account_changed';
+      const text =
+        event.reason === 'banned' ? 'banned' : accountChanged ? 'account changed' : 'session ended';
+      for (const conn of hub.ofUser(event.userId)) {
+        // A sign-out of one device closes only that session's sockets.
+        if (event.sessionId && conn.identity?.sessionId !== event.sessionId) continue;
+        hub.close(conn, code, text);
+      }
+      typing.forget(event.userId);
+      // Peers learn about user-wide disconnections only; after a one-device sign-out the user may still be here,
+      // and after an account change the user reconnects at once with the new identity.
+      if (!event.sessionId && !accountChanged) {
+        hub.broadcast(encode({ type: 'user_disconnected', userId: event.userId }));
+      }
+    },
     onFrame(conn, data, isBinary) {
       if (overFrameBudget(conn)) return;
       if (isBinary)

@@ -9,39 +9,17 @@ import proxyaddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { AuthContext } from '../auth/guard.js';
-import type { ChatRole, PresenceCounts } from '../realtime/types.js';
-import type { ChatConnection, ChatHub, ChatIdentity } from './chat-hub.js';
-import type { ChatService, HistoryCache } from './chat-service.js';
+import { trustFunction } from '../http/proxy.js';
+import { withTimeout } from '../http/timeout.js';
+import type { ChatRole, PresenceCounts } from '../realtime/index.js';
+import type { ChatConnection, ChatHub, ChatIdentity } from './hub.js';
 import { ChatErrorCode, ChatLimits, encode } from './protocol.js';
+import type { ChatService, HistoryCache } from './service.js';
 import type { TypingThrottle } from './throttle.js';
 
 export const CHAT_PATH = '/chat';
 const RETRY_AFTER_S = 10;
 const PRESENCE_TIMEOUT_MS = 1_000;
-
-/** Same TRUST_PROXY semantics as the Fastify instance (app.ts), for requests that never reach Fastify. */
-export function trustFunction(value: string | undefined): (addr: string, hop: number) => boolean {
-  if (value === undefined || value === 'false') return () => false;
-  if (value === 'true') return () => true;
-  if (/^\d+$/.test(value)) {
-    const hops = Number(value);
-    return (_addr, hop) => hop < hops;
-  }
-  return proxyaddr.compile(value.split(',').map((v) => v.trim()));
-}
-
-/** Allowlist entries normalised to origins, so "https://app.example/" in the env still matches. */
-export function allowedOrigins(list: string[]): Set<string> {
-  const set = new Set<string>();
-  for (const entry of list) {
-    try {
-      set.add(new URL(entry).origin);
-    } catch {
-      set.add(entry);
-    }
-  }
-  return set;
-}
 
 function refuse(
   socket: Duplex,
@@ -69,13 +47,13 @@ export interface ChatGatewayDeps {
   service: ChatService;
   history: HistoryCache;
   typing: TypingThrottle;
-  isStopping: () => boolean;
 }
 
 export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): void {
   const { config, sessions, realtime, lifecycle, logger } = app.ctx;
   const { hub, service, history, typing } = deps;
-  const origins = allowedOrigins(config.CORS_ALLOWLISTED_ORIGINS);
+  // Entries are already normalised origins (config.ts, http/proxy.ts normalizeOrigin).
+  const origins = new Set(config.CORS_ALLOWLISTED_ORIGINS);
   const trust = trustFunction(config.TRUST_PROXY);
   const wss = new WebSocketServer({
     noServer: true,
@@ -83,22 +61,15 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     maxPayload: ChatLimits.MAX_FRAME_BYTES,
     perMessageDeflate: false,
   });
-  const stopping = () => deps.isStopping() || lifecycle.isShuttingDown();
+  // The one shutdown flag: the lifecycle's (chat's stop step runs only once it is set).
+  const stopping = () => lifecycle.isShuttingDown();
 
   const presenceNow = async (): Promise<PresenceCounts | null> => {
-    let timer: NodeJS.Timeout | undefined;
     try {
-      return await Promise.race([
-        // The last refreshed counts, not a recount: a connect must not cost a walk over every member.
-        realtime.presence.lastChatCounts(),
-        new Promise<null>((resolve) => {
-          timer = setTimeout(() => resolve(null), PRESENCE_TIMEOUT_MS);
-        }),
-      ]);
+      // The last refreshed counts, not a recount: a connect must not cost a walk over every member.
+      return await withTimeout(realtime.presence.lastChatCounts(), PRESENCE_TIMEOUT_MS);
     } catch {
       return null;
-    } finally {
-      clearTimeout(timer);
     }
   };
 
@@ -143,14 +114,9 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
       ip,
       alive: true,
       queue: [],
-      errorCount: 0,
-      errorWindowStart: Date.now(),
-      frameCount: 0,
-      frameWindowStart: Date.now(),
-      pending: 0,
-      chain: Promise.resolve(),
       corked: false,
     };
+    service.open(conn);
     hub.add(conn);
     ws.on('pong', () => {
       conn.alive = true;
@@ -163,7 +129,6 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     ws.on('error', (err) => logger.debug({ err: err.message, connectionId: conn.id }, 'chat socket error'));
     ws.once('close', () => {
       if (!hub.remove(conn)) return;
-      realtime.presence.chatLeave(conn.id);
       if (identity && hub.userCount(identity.userId) === 0) typing.forget(identity.userId);
     });
     hub.sendNow(
@@ -176,7 +141,6 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
         instanceId: config.INSTANCE_ID,
       }),
     );
-    realtime.presence.chatJoin(conn.id, role, identity?.userId ?? null);
     greet(conn).catch((err: unknown) => {
       logger.error({ err }, 'chat: greeting failed');
       hub.release(conn);

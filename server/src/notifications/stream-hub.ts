@@ -1,18 +1,12 @@
-// Owns this instance's SSE hub: user id → open streams (tabs), the connect/resume sequence, fan-out of bus
-// events in seq order, gap repair from the event log, periodic convergence, and closing on session end and
-// shutdown. The ordering design is in docs/architecture.md ("Ordering and convergence").
-//
-// Every state-changing event has a per-user seq, contiguous and committed in order (the cursor row lock). A
-// stream's cursor is the last seq it was given; the next event it may take is exactly cursor + 1. A higher
-// seq means something is missing (published out of order, lost on the bus, sent while degraded): the stream
-// holds live events, reads the log from its cursor, then applies what it held. A lower or equal seq is a
-// duplicate. So a stream never skips and never repeats, whatever order the bus delivers in.
+// Owns this instance's SSE hub: user id → open streams, connect/resume, seq-ordered fan-out, gap repair and
+// convergence (design: docs/architecture.md "Ordering and convergence").
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { AuthContext } from '../auth/guard.js';
 import type { Logger } from '../infra/logger.js';
-import { openSse, type SseConnection, sseBody, sseIdLine } from '../realtime/sse.js';
-import type { Presence } from '../realtime/types.js';
+import type { Presence } from '../realtime/index.js';
+import { openSse, type SseConnection, sseBody, sseIdLine } from '../realtime/index.js';
+import { NotificationErrorCode } from './errors.js';
 import type { BatchMessage, NotificationBusMessage, SseEventName } from './events.js';
 import type { NotificationRepository } from './repository.js';
 import type { Notification } from './schemas.js';
@@ -59,7 +53,11 @@ export interface StreamLimits {
 }
 
 /** Why a stream was refused before it opened; the route turns it into a 429. */
-export type Refusal = { code: 'TOO_MANY_STREAMS' | 'RATE_LIMITED'; message: string; retryAfterS: number };
+export type Refusal = {
+  code: typeof NotificationErrorCode.TOO_MANY_STREAMS | typeof NotificationErrorCode.RATE_LIMITED;
+  message: string;
+  retryAfterS: number;
+};
 
 /** What the client asked to resume from (the Last-Event-ID header). */
 export type ResumeRequest = { kind: 'none' } | { kind: 'cursor'; seq: number } | { kind: 'invalid' };
@@ -127,7 +125,11 @@ export function createStreamHub(deps: StreamHubDeps) {
         if ((first && first.seq !== entry.cursor + 1) || (!first && entry.cursor < entry.target)) {
           // Pruned from the log, or announced but not there (another database): an exact replay is
           // impossible; the reconnect is told `resync: true`.
-          closeEntry(entry, 'RESYNC_REQUIRED', 'Events were missed; reconnect to resynchronise');
+          closeEntry(
+            entry,
+            NotificationErrorCode.RESYNC_REQUIRED,
+            'Events were missed; reconnect to resynchronise',
+          );
           return;
         }
         for (const row of rows) {
@@ -138,7 +140,11 @@ export function createStreamHub(deps: StreamHubDeps) {
       }
     } catch (err) {
       deps.logger.warn({ err, userId: entry.userId }, 'SSE gap repair failed; closing the stream to resume');
-      closeEntry(entry, 'INTERNAL_ERROR', 'Could not deliver missed events; reconnect to resume');
+      closeEntry(
+        entry,
+        NotificationErrorCode.INTERNAL_ERROR,
+        'Could not deliver missed events; reconnect to resume',
+      );
       return;
     }
     const held = (entry.held ?? []).sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
@@ -236,7 +242,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       for (const entry of [...set]) {
         if (entry.conn.closed) continue;
         if (!(await deps.isSessionLive(entry.userId, entry.sessionId))) {
-          closeEntry(entry, 'SESSION_REVOKED', 'The session ended');
+          closeEntry(entry, NotificationErrorCode.SESSION_REVOKED, 'The session ended');
         }
       }
     }
@@ -260,7 +266,8 @@ export function createStreamHub(deps: StreamHubDeps) {
       for (const entry of set) {
         if (entry.held) continue;
         // Sessions are checked at connect; one that expires while the stream is open ends it here.
-        if (entry.expiresAt <= now) closeEntry(entry, 'SESSION_EXPIRED', 'Your session has expired');
+        if (entry.expiresAt <= now)
+          closeEntry(entry, NotificationErrorCode.SESSION_EXPIRED, 'Your session has expired');
         else apply(entry, { name: 'keep_alive', body }, memo);
       }
     }
@@ -292,7 +299,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       if (!set) return;
       for (const entry of [...set]) {
         if (sessionId && entry.sessionId !== sessionId) continue;
-        closeEntry(entry, 'SESSION_REVOKED', `The session ended (${reason})`);
+        closeEntry(entry, NotificationErrorCode.SESSION_REVOKED, `The session ended (${reason})`);
       }
     },
 
@@ -314,7 +321,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       const wait = Math.max(opens.hit(`u:${userId}`, now) ?? 0, opens.hit(`i:${ip}`, now) ?? 0);
       if (wait > 0) {
         return {
-          code: 'RATE_LIMITED',
+          code: NotificationErrorCode.RATE_LIMITED,
           message: 'Too many stream connections opened; retry later',
           retryAfterS: wait,
         };
@@ -324,7 +331,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         (perIp.get(ip) ?? 0) >= deps.limits.perIp
       ) {
         return {
-          code: 'TOO_MANY_STREAMS',
+          code: NotificationErrorCode.TOO_MANY_STREAMS,
           message: 'Too many open notification streams; close one (one per browser is enough)',
           retryAfterS: 5,
         };
@@ -350,7 +357,10 @@ export function createStreamHub(deps: StreamHubDeps) {
         // An empty id resets the browser's Last-Event-ID: the retry is a fresh connect, not a full replay.
         conn.end(
           sseIdLine('') +
-            eventBody('error', { code: 'INTERNAL_ERROR', message: 'Could not start the stream' }),
+            eventBody('error', {
+              code: NotificationErrorCode.INTERNAL_ERROR,
+              message: 'Could not start the stream',
+            }),
         );
         return;
       }
@@ -399,7 +409,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         if (s && s.size === 0) users.delete(userId);
       });
       if (closing) {
-        closeEntry(entry, 'SHUTTING_DOWN', 'The server is restarting; reconnect shortly');
+        closeEntry(entry, NotificationErrorCode.SHUTTING_DOWN, 'The server is restarting; reconnect shortly');
         return;
       }
       try {
@@ -436,7 +446,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         }
       } catch (err) {
         deps.logger.error({ err, userId }, 'SSE connect sequence failed');
-        closeEntry(entry, 'INTERNAL_ERROR', 'Could not start the stream');
+        closeEntry(entry, NotificationErrorCode.INTERNAL_ERROR, 'Could not start the stream');
         return;
       }
       // Live events that arrived meanwhile, in seq order; anything still missing triggers a repair.

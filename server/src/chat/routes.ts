@@ -5,19 +5,14 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authOf, requireAdmin, requireUser } from '../auth/guard.js';
 import { notFound } from '../http/errors.js';
-import type { ChatRepository, HistoryCursor } from './chat-repository.js';
-import { ChatLimits, ChatMessageSchema, noNul } from './protocol.js';
+import { ErrorSchema, noNul } from '../http/schemas.js';
+import { ChatLimits, ChatMessageSchema } from './protocol.js';
+import type { ChatRepository, HistoryCursor } from './repository.js';
 
 // PostgreSQL timestamps start at 0001-01-01 (no year 0 on input) and the ISO form stops at 9999; a cursor outside
 // would make the query fail. Older than the earliest instant is an empty page; later than the latest is "all".
 const EARLIEST_CURSOR_MS = Date.parse('0001-01-01T00:00:00.000Z');
 const LATEST_CURSOR_MS = Date.parse('9999-12-31T23:59:59.999Z');
-
-const ErrorSchema = z.object({
-  code: z.string(),
-  message: z.string(),
-  details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-});
 
 const HistoryQuery = z.strictObject({
   limit: z.coerce

@@ -1,13 +1,17 @@
-// Owns Idempotency-Key handling for admin writes, stored in PostgreSQL so it holds across instances and
-// restarts: the first request with a key claims it (insert … on conflict do nothing), later ones with the same
-// body get the stored result, a different body is a 409. A claim records its owner instance and a heartbeat the
-// owner refreshes while the work runs; once the heartbeat is older than the instance-liveness bound the owner
-// is presumed crashed and a retry takes the claim over and runs the work again (which must therefore be
-// resumable: the broadcast is, through its per-user source key).
+// Owns Idempotency-Key handling for any write route (the admin broadcast uses it): claims in PostgreSQL with an
+// owner heartbeat, so retries get the stored result and a crashed owner's claim is taken over (design:
+// docs/architecture.md "Idempotent broadcasts across crashes").
 import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { AppError } from '../http/errors.js';
 import { type Db, rowsOf } from '../infra/db.js';
+import { AppError } from './errors.js';
+
+export const IdempotencyErrorCode = {
+  /** The key's row changed between the claim attempt and the read: retry. */
+  IDEMPOTENCY_CONFLICT: 'IDEMPOTENCY_CONFLICT',
+  IDEMPOTENCY_KEY_REUSED: 'IDEMPOTENCY_KEY_REUSED',
+  IDEMPOTENCY_IN_PROGRESS: 'IDEMPOTENCY_IN_PROGRESS',
+} as const;
 
 type Part = { value: unknown } | { text: string };
 
@@ -98,18 +102,23 @@ export async function withIdempotency<T extends Record<string, unknown>>(
     const [row] = rowsOf<{ request_hash: string; response: T | null }>(
       await db.execute(sql`select request_hash, response from idempotency_key where key = ${key}`),
     );
-    if (!row) throw new AppError(409, 'IDEMPOTENCY_CONFLICT', 'Idempotency key state changed; retry');
+    if (!row)
+      throw new AppError(
+        409,
+        IdempotencyErrorCode.IDEMPOTENCY_CONFLICT,
+        'Idempotency key state changed; retry',
+      );
     if (row.request_hash !== hash) {
       throw new AppError(
         409,
-        'IDEMPOTENCY_KEY_REUSED',
+        IdempotencyErrorCode.IDEMPOTENCY_KEY_REUSED,
         'This Idempotency-Key was already used with a different request body',
       );
     }
     if (row.response === null) {
       throw new AppError(
         409,
-        'IDEMPOTENCY_IN_PROGRESS',
+        IdempotencyErrorCode.IDEMPOTENCY_IN_PROGRESS,
         'A request with this Idempotency-Key is still running',
         undefined,
         {

@@ -3,7 +3,7 @@
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../infra/logger.js';
-import type { ChatRole } from '../realtime/types.js';
+import type { ChatRole, Presence } from '../realtime/index.js';
 import { CloseCode } from './protocol.js';
 
 export interface ChatIdentity {
@@ -28,14 +28,6 @@ export interface ChatConnection {
   alive: boolean;
   /** Events held back while `connected`/`message_history` are being sent, so ordering holds. */
   queue: Buffer[] | null;
-  errorCount: number;
-  errorWindowStart: number;
-  /** Inbound frames (any type) in the current frame window; see ChatLimits.FRAME_WINDOW_MS. */
-  frameCount: number;
-  frameWindowStart: number;
-  /** Requests waiting for the database or store, processed one after another (per-socket ordering). */
-  pending: number;
-  chain: Promise<void>;
   corked: boolean;
 }
 
@@ -45,7 +37,9 @@ const MAX_QUEUED = 1_000;
 const CLOSE_GRACE_MS = 1_000;
 
 export interface ChatHub {
+  /** Registers the socket and counts it in presence (chatJoin). */
   add(conn: ChatConnection): void;
+  /** Unregisters the socket and takes it out of presence (chatLeave); false when it was not registered. */
   remove(conn: ChatConnection): boolean;
   readonly size: number;
   all(): IterableIterator<ChatConnection>;
@@ -68,6 +62,8 @@ export interface ChatHub {
 }
 
 export interface ChatHubOptions {
+  /** Chat presence accounting: a socket counts from add() to remove(). */
+  presence: Pick<Presence, 'chatJoin' | 'chatLeave'>;
   pingIntervalMs: number;
   sendBufferLimitBytes: number;
   logger: Logger;
@@ -189,9 +185,11 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
         }
         set.add(conn);
       }
+      options.presence.chatJoin(conn.id, conn.role, conn.identity?.userId ?? null);
     },
     remove(conn) {
       if (!connections.delete(conn.id)) return false;
+      options.presence.chatLeave(conn.id);
       const n = (byIp.get(conn.ip) ?? 1) - 1;
       if (n <= 0) byIp.delete(conn.ip);
       else byIp.set(conn.ip, n);

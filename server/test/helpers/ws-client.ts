@@ -2,7 +2,7 @@
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import type { App } from '../../src/app.js';
-import { TEST_ORIGIN } from '../helpers/app.js';
+import { TEST_ORIGIN } from './app.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: server events are inspected loosely in tests
 export type ChatEvent = { type: string } & Record<string, any>;

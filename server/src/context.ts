@@ -1,0 +1,41 @@
+// The per-app dependency container (`app.ctx`): its own module so features and ops can name it without
+// importing the composition root.
+import type { Auth } from './auth/auth.js';
+import type { SessionResolver } from './auth/guard.js';
+import type { Revocation } from './auth/revocation.js';
+import type { Config } from './config.js';
+import type { Database } from './infra/db.js';
+import type { EmailOutbox } from './infra/email-outbox.js';
+import type { Logger } from './infra/logger.js';
+import type { Mailer } from './infra/mailer.js';
+import type { Store } from './infra/store.js';
+import type { Lifecycle } from './ops/lifecycle.js';
+import type { HeraldMetrics } from './ops/prometheus.js';
+import type { Realtime } from './realtime/index.js';
+
+export interface AppContext {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  store: Store;
+  mailer: Mailer;
+  /** The durable email queue every feature sends through. */
+  outbox: EmailOutbox;
+  realtime: Realtime;
+  auth: Auth;
+  sessions: SessionResolver;
+  /**
+   * Revocation convergence (auth/revocation.ts): `revocation.isSessionLive(userId, sessionId)` for live
+   * connections, durable repair of auth store writes lost to an outage.
+   */
+  revocation: Revocation;
+  lifecycle: Lifecycle;
+  /** This app's Prometheus registry and the histograms the hot paths observe into (ops/prometheus.ts). */
+  metrics: HeraldMetrics;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    ctx: AppContext;
+  }
+}
