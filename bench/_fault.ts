@@ -19,7 +19,7 @@ import {
   type TestCluster,
 } from '../server/test/helpers/cluster.js';
 import { parseFrame, type SseEvent } from '../server/test/helpers/sse-client.js';
-import { ONE_ADDRESS_LIMITS, percentile } from './_lib.js';
+import { numberArg, ONE_ADDRESS_LIMITS, percentile } from './_lib.js';
 
 export const LOGGED = new Set([
   'new_notification',
@@ -722,3 +722,109 @@ export function report(opts: {
 }
 
 export { percentile };
+
+/** Arguments every 3-instance fault scenario takes (`--users 100 --devices 3 --rate 30 …`). */
+export function scenarioArgs() {
+  return {
+    users: numberArg('users', 100),
+    devices: numberArg('devices', 3),
+    rate: numberArg('rate', 30),
+    concurrency: numberArg('concurrency', 16),
+    warmupS: numberArg('warmup', 10),
+    afterS: numberArg('after', 10),
+    sample: numberArg('sample', 20),
+    keepAliveMs: numberArg('keepalive-ms', 5000),
+    convergeTimeoutMs: numberArg('converge-timeout-ms', 60_000),
+  };
+}
+export type ScenarioArgs = ReturnType<typeof scenarioArgs>;
+
+type Clients = Awaited<ReturnType<typeof openClients>>['clients'];
+
+export interface Disruption {
+  /** When the disruption ended: the `--after` seconds of load count from here. */
+  endedAt: number;
+  title: string;
+  /** Timings for the report, given the moment every client reached its final seq. */
+  timings(at: {
+    finalAt: number;
+    loadStoppedAt: number;
+    /** Latest moment any client reached the given per-user seqs. */
+    reached(seqs: Map<string, number>): number;
+  }): Record<string, string>;
+}
+
+/**
+ * The shared skeleton of a 3-instance fault scenario: cluster and users, U×D streams, `--warmup` s of load,
+ * the disruption, `--after` s more load, then convergence, the audit of every client and the report.
+ */
+export async function runScenario(
+  args: ScenarioArgs,
+  describe: string,
+  disrupt: (ctx: { setup: FaultSetup; clients: Clients; userIds: string[] }) => Promise<Disruption>,
+): Promise<void> {
+  console.log(`starting 3 instances (PostgreSQL + private redis-server), ${args.users} users…`);
+  const setup = await setupFault({
+    instances: 3,
+    users: args.users,
+    env: { SSE_KEEPALIVE_MS: String(args.keepAliveMs) },
+  });
+  const { cluster, db } = setup;
+  let clients: Clients = [];
+  try {
+    const userIds = setup.users.map((u) => u.id);
+    const initial = await finalSeqs(db, userIds);
+    const opened = await openClients(setup, args.devices, args.keepAliveMs * 3 + 2_000);
+    clients = opened.clients;
+    const logFrom = [0, 1, 2].map((i) => cluster.logs(i).length);
+    console.log(
+      `${clients.length} streams open; load ${args.rate} ops/s for ${args.warmupS} s, then ${describe}…`,
+    );
+    const load = startLoad({
+      setup,
+      clientsByUser: opened.byUser,
+      rate: args.rate,
+      concurrency: args.concurrency,
+    });
+    await sleep(args.warmupS * 1000);
+    const disruption = await disrupt({ setup, clients, userIds });
+    await sleep(Math.max(0, args.afterS * 1000 - (performance.now() - disruption.endedAt)));
+    await load.stop();
+    const loadStoppedAt = performance.now();
+
+    const finals = await finalSeqs(db, userIds);
+    const deadline = performance.now() + args.convergeTimeoutMs;
+    let converged = false;
+    while (performance.now() < deadline) {
+      if (clients.every((c) => c.live && c.maxId >= (finals.get(c.user.id) ?? 0))) {
+        converged = true;
+        break;
+      }
+      await sleep(100);
+    }
+    await sleep(1_000); // late duplicates would still be counted
+    const reached = (seqs: Map<string, number>) =>
+      clients.reduce((m, c) => Math.max(m, c.reachedAt(seqs.get(c.user.id) ?? 0)), Number.NEGATIVE_INFINITY);
+
+    const audits = await audit(db, clients, finals);
+    const models = await checkModels(setup, opened.byUser, args.sample);
+    let logged = 0;
+    for (const id of userIds) logged += (finals.get(id) ?? 0) - (initial.get(id) ?? 0);
+    report({
+      title:
+        `${disruption.title}: 3 instances, ${args.users} users × ${args.devices} devices, ${args.rate} ops/s, ` +
+        `${describe} (warmup ${args.warmupS} s, ${args.afterS} s after)`,
+      audits,
+      load: load.stats,
+      loggedEvents: logged,
+      timings: disruption.timings({ finalAt: reached(finals), loadStoppedAt, reached }),
+      models,
+      converged,
+      cluster,
+      logFrom,
+    });
+  } finally {
+    for (const c of clients) c.stop();
+    await setup.close();
+  }
+}

@@ -1,24 +1,11 @@
 // Auth emails: escaped HTML plus a text part, through real SMTP; without SMTP the link is logged in development
 // and never in production (a warning instead).
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { actionEmail, createMailer, escapeHtml, safeSubject } from '../../src/infra/mailer.js';
 import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
+import { captureLogger } from '../helpers/logs.js';
 import { jsonHeaders, uniqueEmail } from '../helpers/users.js';
-
-/** A real pino logger writing JSON lines into an array. */
-function captureLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
 
 describe('auth emails over SMTP', () => {
   let env: TestEnv;

@@ -8,6 +8,7 @@ import { ConfigError, loadConfig, startupSummary, unknownVariableWarnings } from
 import { canPrettyPrint, loggerOptions } from '../../src/infra/logger.js';
 import { checkSmtp, createMailer } from '../../src/infra/mailer.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { captureLogger } from '../helpers/logs.js';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
 import { createVerifiedUser } from '../helpers/users.js';
 
@@ -21,18 +22,6 @@ function problemsOf(env: Record<string, string>): string[] {
     throw err;
   }
   return [];
-}
-
-/** A real pino logger writing JSON lines into an array. */
-function captureLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
 }
 
 describe('SMTP credentials in the configuration', () => {
