@@ -453,6 +453,8 @@ export function createStreamHub(deps: StreamHubDeps) {
       const held = (entry.held ?? []).sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
       entry.held = null;
       for (const ev of held) apply(entry, ev);
+      // A sync or convergence check during the connect may have announced seqs no held event carried.
+      if (entry.held === null && entry.cursor < entry.target) startRepair(entry, entry.target, []);
     },
   };
 }
