@@ -13,6 +13,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { registerAdmin } from './admin/index.js';
+import { registerApiKeys } from './api-keys/index.js';
 import { createAuth } from './auth/auth.js';
 import { registerAuthBridge } from './auth/bridge.js';
 import { createSessionResolver } from './auth/guard.js';
@@ -273,6 +274,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   // features
   registerNotifications(app);
+  // Before the routes that accept keys (admin broadcast, metrics) use `app.apiKeys`.
+  registerApiKeys(app);
   registerAdmin(app);
   registerChat(app);
 

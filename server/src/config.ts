@@ -171,6 +171,11 @@ export const EnvSchema = z.object({
   HTTP_MAX_CONNECTIONS_PER_IP: int(256, 0),
   AUTH_RATE_LIMIT_MAX: int(10, 1),
   AUTH_RATE_LIMIT_WINDOW_S: int(60, 1),
+  // Requests per API key and window, counted in the shared store (per instance while it is unreachable).
+  API_KEY_RATE_LIMIT_MAX: int(600, 1),
+  API_KEY_RATE_LIMIT_WINDOW_S: int(60, 1),
+  // How often the batched `lastUsedAt` of API keys is written (and once more at shutdown).
+  API_KEY_LAST_USED_FLUSH_MS: int(5_000, 10, 10 * 60_000),
   // Real-time timings (contract defaults; tests shrink them).
   HEARTBEAT_INTERVAL_MS: int(10_000, 50),
   REGISTRY_TTL_MS: int(30_000, 100),

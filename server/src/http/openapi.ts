@@ -1,5 +1,5 @@
 // Finishes the served OpenAPI 3.1 document: merges better-auth's /auth paths after Herald's own routes, defines
-// the security schemes every operation names (session cookie, metrics bearer key), gives every response a
+// the security schemes every operation names (session cookie, metrics bearer key, API keys), gives every response a
 // meaningful description and orders the tags. Applied once per document build (@fastify/swagger caches it).
 import { AUTH_TAG, type AuthOpenApi, type PathItem } from '../auth/openapi.js';
 
@@ -20,6 +20,7 @@ export interface OpenApiDocument {
 /** Security scheme names, as the routes' `security` arrays spell them. */
 export const SESSION_SCHEME = 'session';
 export const METRICS_KEY_SCHEME = 'metricsKey';
+export const API_KEY_SCHEME = 'apiKey';
 
 // Order of the reference page: Herald's own features first, better-auth's generic surface last.
 const TAGS = [
@@ -85,6 +86,13 @@ export function securitySchemes(sessionCookieName: string) {
       type: 'http' as const,
       scheme: 'bearer',
       description: 'METRICS_API_KEY, for scrapers of GET /metrics.',
+    },
+    [API_KEY_SCHEME]: {
+      type: 'http' as const,
+      scheme: 'bearer',
+      description:
+        'An API key (`hk_…`, from POST /admin/api-keys) for backends: scope `notifications:send` for ' +
+        'POST /admin/notifications/send, `metrics:read` for GET /metrics. Never opens a session.',
     },
   };
 }

@@ -1,11 +1,13 @@
 // Owns GET /metrics: the contract's JSON report (docs/api.md#operations) and, through ops/prometheus.ts, the same figures
 // plus latency histograms and process metrics in Prometheus text format.
-// Access: `Authorization: Bearer <METRICS_API_KEY>` (compared in constant time) or an admin session. No
-// credentials → 401; a wrong key or a non-admin session → 403; with no key configured only admins pass.
+// Access: `Authorization: Bearer <METRICS_API_KEY>` (compared in constant time), an API key (`hk_…`) with the
+// `metrics:read` scope, or an admin session. No credentials → 401; a wrong METRICS_API_KEY or a non-admin session
+// → 403; an unknown, revoked or expired API key → 401 and one without the scope → 403 (api-keys/service.ts).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { ApiKeyService } from '../api-keys/index.js';
 import type { AppContext } from '../context.js';
 import { forbidden, unauthorized } from '../http/errors.js';
 import { ErrorSchema } from '../http/schemas.js';
@@ -102,9 +104,13 @@ function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-async function authorize(ctx: AppContext, request: FastifyRequest): Promise<void> {
+async function authorize(ctx: AppContext, apiKeys: ApiKeyService, request: FastifyRequest): Promise<void> {
   const header = request.headers.authorization;
   const key = ctx.config.METRICS_API_KEY;
+  if (apiKeys.isApiKeyHeader(header)) {
+    request.apiKey = await apiKeys.authenticate(header, 'metrics:read');
+    return;
+  }
   if (header !== undefined) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (key && match?.[1] && sameSecret(match[1], key)) return;
@@ -175,10 +181,11 @@ export function registerMetrics(app: FastifyInstance): void {
         tags: ['operations'],
         summary: 'Instance and cluster metrics (JSON or Prometheus text)',
         // Either credential passes: a scraper's bearer key, or an administrator's session cookie.
-        security: [{ metricsKey: [] }, { session: [] }],
+        security: [{ metricsKey: [] }, { apiKey: [] }, { session: [] }],
         description:
-          'Admin session or `Authorization: Bearer <METRICS_API_KEY>`. No credentials → 401; a wrong key or a ' +
-          'non-admin session → 403. With `Accept: text/plain` or `?format=prometheus` the same figures in ' +
+          'Admin session, `Authorization: Bearer <METRICS_API_KEY>`, or `Authorization: Bearer <API key>` with the ' +
+          '`metrics:read` scope. No credentials → 401; a wrong METRICS_API_KEY or a non-admin session → 403; an ' +
+          'unknown, revoked or expired API key → 401, one without the scope → 403, over its limit → 429. With `Accept: text/plain` or `?format=prometheus` the same figures in ' +
           'Prometheus text format (version 0.0.4).',
         querystring: z.object({ format: z.enum(['json', 'prometheus']).optional() }),
         response: {
@@ -192,11 +199,12 @@ export function registerMetrics(app: FastifyInstance): void {
           },
           401: ErrorSchema,
           403: ErrorSchema,
+          429: ErrorSchema,
         },
       },
     },
     async (request, reply) => {
-      await authorize(app.ctx, request);
+      await authorize(app.ctx, app.apiKeys, request);
       const report = await collectMetrics(app.ctx);
       reply.header('cache-control', 'no-store');
       if (wantsPrometheus(request, request.query.format)) {

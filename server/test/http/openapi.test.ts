@@ -93,6 +93,7 @@ describe('OpenAPI document', () => {
       name: 'better-auth.session_token',
     });
     expect(schemes.metricsKey).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(schemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const [method, path, op] of operations(doc)) {
       for (const requirement of op.security ?? [])
         for (const name of Object.keys(requirement))
@@ -114,7 +115,18 @@ describe('OpenAPI document', () => {
     expect(security('post', '/auth/admin/ban-user')).toEqual([{ session: [] }]);
     expect(security('get', '/notification/list')).toEqual([{ session: [] }]);
     expect(security('get', '/chat/history')).toEqual([{ session: [] }]);
-    expect(security('get', '/metrics')).toEqual([{ metricsKey: [] }, { session: [] }]);
+    expect(security('get', '/metrics')).toEqual([{ metricsKey: [] }, { apiKey: [] }, { session: [] }]);
+    expect(security('post', '/admin/notifications/send')).toEqual([{ session: [] }, { apiKey: [] }]);
+    // The API-key scheme is offered on exactly the two routes that take keys.
+    const keyed: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(
+        item as Record<string, { security?: Array<Record<string, unknown>> }>,
+      )) {
+        if (op.security?.some((s) => 'apiKey' in s)) keyed.push(`${method.toUpperCase()} ${path}`);
+      }
+    }
+    expect(keyed.sort()).toEqual(['GET /metrics', 'POST /admin/notifications/send']);
   });
 
   it('declares the SSE stream as text/event-stream and both media types of /metrics', () => {
