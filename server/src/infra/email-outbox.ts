@@ -1,8 +1,4 @@
-// Owns the durable email queue for every feature (auth links, notification emails): an outbox table in PostgreSQL
-// (works on PGlite too) drained by a worker on every instance with FOR UPDATE SKIP LOCKED. Rows survive SMTP
-// outages and restarts; a claimed row carries a lease (locked_until) so a crashed worker's rows are picked up again;
-// the dedupe key makes enqueueing idempotent so several instances never queue the same email twice. It lives in
-// infra (not in a feature) because auth and notifications both send through it and must not import each other.
+// Owns the durable email queue every feature sends through (docs/architecture.md, "Email").
 import { sql } from 'drizzle-orm';
 import { type Db, rowsOf } from './db.js';
 import type { Logger } from './logger.js';

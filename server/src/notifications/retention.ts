@@ -1,7 +1,4 @@
-// Owns housekeeping: deletes notifications older than RETENTION_MAX_AGE_DAYS and beyond the newest
-// RETENTION_MAX_PER_USER per user, plus finished outbox rows and old idempotency keys. One instance at a time:
-// the whole run is one transaction holding a transaction-level advisory lock (pg_try_advisory_xact_lock), so
-// a second instance skips instead of waiting, and a crash releases the lock with the connection.
+// Owns housekeeping, one instance at a time under an advisory lock (docs/architecture.md, "Retention").
 import { sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import { type Database, rowsOf } from '../infra/db.js';

@@ -1,7 +1,5 @@
-// Owns the ordered shutdown sequence. Features register steps in a phase; phases run in contract order, each
-// logged, the whole bounded by a deadline so a stuck step cannot keep the pools open. Fastify's close runs the
-// phases up to close-connections in a preClose hook (the server still answers, /health says 503) and the rest
-// in an onClose hook, after the HTTP server stopped (see app.ts).
+// Owns the ordered, bounded shutdown sequence (docs/operations.md, table row "Shutdown"). Fastify's close runs the
+// phases up to close-connections in preClose (the server still answers, /health says 503), the rest in onClose.
 import { withTimeout } from '../http/timeout.js';
 import type { Logger } from '../infra/logger.js';
 

@@ -1,7 +1,4 @@
-// The bus contract every cross-instance feature uses, the local fan-out shared by all implementations, and the
-// two local-only implementations: in-process (embedded single instance) and the degraded fallback the Redis bus
-// switches to while the store is unreachable. The Redis implementation is in redis-bus.ts. Features never touch
-// Redis pub/sub directly.
+// The bus contract, the shared local fan-out and the two local-only buses (docs/architecture.md, "Real-time core").
 import { randomUUID } from 'node:crypto';
 
 export interface Envelope<T = unknown> {

@@ -1,8 +1,4 @@
-// Owns the Redis bus: one channel per deployment (`<prefix>rt:bus`), published on the dedicated publish
-// connection and received on the dedicated subscribe connection, so one SUBSCRIBE serves every topic and an
-// envelope is serialised once per publish. Received messages are validated, echoes and duplicates dropped, and
-// latency recorded. While any watched connection is down the bus is degraded: it delivers locally only (the
-// embedded fallback) and comes back on its own when every connection is ready and the channel re-subscribed.
+// Owns the Redis bus and its degraded fallback (docs/architecture.md, "Real-time core").
 import type { Redis } from 'ioredis';
 import type { Logger } from '../infra/logger.js';
 import { type Bus, BusCounters, createEnvelope, createLocalBus, LocalDispatcher } from './bus.js';
