@@ -19,7 +19,7 @@ import {
   type TestCluster,
 } from '../server/test/helpers/cluster.js';
 import { parseFrame, type SseEvent } from '../server/test/helpers/sse-client.js';
-import { numberArg, ONE_ADDRESS_LIMITS, percentile } from './_lib.js';
+import { numberArg, ONE_ADDRESS_LIMITS, percentile, signIn } from './_lib.js';
 
 export const LOGGED = new Set([
   'new_notification',
@@ -55,23 +55,6 @@ export async function pool(count: number, limit: number, task: (i: number) => Pr
     while (next < count) await task(next++);
   };
   await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
-}
-
-async function signIn(base: string, email: string): Promise<string> {
-  const res = await fetch(`${base}/auth/sign-in/email`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: CLUSTER_ORIGIN },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
-  if (res.status !== 200) throw new Error(`sign-in ${email} failed: ${res.status} ${await res.text()}`);
-  await res.arrayBuffer();
-  const cookie = res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0] ?? '')
-    .filter((c) => c && !c.endsWith('='))
-    .join('; ');
-  if (!cookie.includes('session_token=')) throw new Error('sign-in response set no session cookie');
-  return cookie;
 }
 
 /**
@@ -125,7 +108,7 @@ export async function setupFault(opts: {
         index: i,
         id: `flt-${run}-${i + 1}`,
         email,
-        cookie: await signIn(cluster.url(i % opts.instances), email),
+        cookie: await signIn(cluster.url(i % opts.instances), email, PASSWORD),
       };
     });
     return {

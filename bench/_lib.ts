@@ -1,6 +1,7 @@
 // Small helpers shared by the benchmarks (argument parsing, percentiles, server memory).
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { CLUSTER_ORIGIN } from '../server/test/helpers/cluster.js';
 
 const argv = process.argv.slice(2);
 
@@ -43,3 +44,21 @@ export const ONE_ADDRESS_LIMITS: Record<string, string> = {
   SSE_MAX_STREAMS_PER_IP: '1000000',
   SSE_OPEN_RATE_LIMIT: '1000000',
 };
+
+/** Signs in through the real endpoint and returns the Cookie header value of the session. */
+export async function signIn(base: string, email: string, password: string): Promise<string> {
+  const res = await fetch(`${base}/auth/sign-in/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: CLUSTER_ORIGIN },
+    body: JSON.stringify({ email, password }),
+  });
+  if (res.status !== 200) throw new Error(`sign-in ${email} failed: ${res.status} ${await res.text()}`);
+  await res.arrayBuffer();
+  const cookie = res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0] ?? '')
+    .filter((c) => c && !c.endsWith('='))
+    .join('; ');
+  if (!cookie.includes('session_token=')) throw new Error('sign-in response set no session cookie');
+  return cookie;
+}

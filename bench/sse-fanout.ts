@@ -8,7 +8,7 @@ import http from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
-import { numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort } from './_lib.js';
+import { numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort, signIn } from './_lib.js';
 
 const USERS = numberArg('users', 5000);
 const SIGNIN_CONCURRENCY = numberArg('signin-concurrency', 16);
@@ -27,26 +27,6 @@ async function pool(count: number, limit: number, task: (i: number) => Promise<v
 }
 
 /** The session-token cookie (`name=value`) from a sign-in response; the stream needs nothing else. */
-function sessionCookie(res: Response): string {
-  const cookie = res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0] ?? '')
-    .find((c) => c.includes('session_token=') && !c.endsWith('='));
-  if (!cookie) throw new Error('sign-in response set no session cookie');
-  return cookie;
-}
-
-async function signIn(base: string, email: string): Promise<string> {
-  const res = await fetch(`${base}/auth/sign-in/email`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: CLUSTER_ORIGIN },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
-  if (res.status !== 200) throw new Error(`sign-in ${email} failed: ${res.status} ${await res.text()}`);
-  await res.arrayBuffer();
-  return sessionCookie(res);
-}
-
 // Per-stream state is kept in typed arrays indexed by stream number; the closure holds only the partial line
 // and the current event name.
 interface Streams {
@@ -181,13 +161,13 @@ async function main() {
     );
     const seedMs = performance.now() - seedStart;
     await db.query(`update "user" set role = 'admin' where id = $1`, [admin.id]);
-    const adminCookie = await signIn(cluster.url(0), admin.email);
+    const adminCookie = await signIn(cluster.url(0), admin.email, PASSWORD);
 
     // Sign-ins alternate between the instances so both spend their scrypt time.
     const signInStart = performance.now();
     const cookies: string[] = new Array(USERS);
     await pool(USERS, SIGNIN_CONCURRENCY, async (i) => {
-      cookies[i] = await signIn(cluster.url(i % 2), `sse${i + 1}@example.test`);
+      cookies[i] = await signIn(cluster.url(i % 2), `sse${i + 1}@example.test`, PASSWORD);
     });
     const signInMs = performance.now() - signInStart;
     const setupMs = performance.now() - setupStart;

@@ -3,26 +3,17 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import { freePort } from '../helpers/redis-server.js';
 import { startSmtp } from '../helpers/smtp.js';
 import { createVerifiedUser, jsonHeaders } from '../helpers/users.js';
 
 const SERVER_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const address = s.address();
-  s.close();
-  return typeof address === 'object' && address ? address.port : 0;
-}
 
 // Both tests boot PGlite (WASM, CPU bound); running them side by side uses both cores.
 // PGlite initialises a fresh cluster in WebAssembly (initdb + migrations): seconds on an idle machine, much more

@@ -1,24 +1,14 @@
 // `npm start` as a container runs it: a SIGTERM sent to the npm process must reach the server (the scripts `exec`
 // so no shell sits in between to swallow it) and run the graceful shutdown, ending with exit code 0.
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { TEST_AUTH_SECRET, TEST_REDIS_URL } from '../helpers/env.js';
+import { freePort } from '../helpers/redis-server.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const address = s.address();
-  s.close();
-  return typeof address === 'object' && address ? address.port : 0;
-}
 
 describe('npm start', { timeout: 120_000 }, () => {
   let db: TestDatabase;
