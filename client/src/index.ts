@@ -24,6 +24,7 @@ export type {
 } from './chat.js';
 export { ChatCloseCode, HeraldChatError, mergeHistory } from './chat.js';
 export type * from './contract.js';
+export { type CookieFetch, type CookieFetchOptions, createCookieFetch } from './cookies.js';
 export type { ClientEnvironment, EnvironmentEvent } from './environment.js';
 export { HeraldApiError } from './errors.js';
 export type {

@@ -8,31 +8,23 @@ import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../../server/test/helpers/cluster.js';
 import { tokenFrom } from '../../server/test/helpers/smtp.js';
 import type { FeedEvent } from '../src/feed.js';
-import { createHeraldClient, type HeraldClient, type WebSocketLike } from '../src/index.js';
+import {
+  createCookieFetch,
+  createHeraldClient,
+  type HeraldClient,
+  type WebSocketLike,
+} from '../src/index.js';
 import { FakeEnvironment, waitFor } from './fakes.js';
 
-/** A fetch that keeps cookies like a browser (and sends the allowed Origin, as a browser page would). */
+/** The SDK's cookie-keeping fetch, recording the headers of each stream request it sends. */
 function cookieJar() {
-  const jar = new Map<string, string>();
   const streamRequests: Headers[] = [];
-  const header = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-  const jarFetch: typeof fetch = async (input, init = {}) => {
-    const headers = new Headers(init.headers);
-    if (jar.size > 0) headers.set('cookie', header());
-    headers.set('origin', CLUSTER_ORIGIN);
-    if (String(input).endsWith('/notification/stream')) streamRequests.push(headers);
-    const res = await fetch(input, { ...init, headers });
-    for (const line of res.headers.getSetCookie()) {
-      const pair = line.split(';')[0] ?? '';
-      const eq = pair.indexOf('=');
-      const name = pair.slice(0, eq);
-      const value = pair.slice(eq + 1);
-      if (value === '' || /max-age=0\b/i.test(line)) jar.delete(name);
-      else jar.set(name, value);
-    }
-    return res;
+  const recording: typeof fetch = (input, init = {}) => {
+    if (String(input).endsWith('/notification/stream')) streamRequests.push(new Headers(init.headers));
+    return fetch(input, init);
   };
-  return { fetch: jarFetch, header, streamRequests };
+  const jar = createCookieFetch({ origin: CLUSTER_ORIGIN, fetch: recording });
+  return { fetch: jar.fetch, header: jar.cookieHeader, streamRequests };
 }
 
 interface Person {
