@@ -7,14 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../../server/test/helpers/cluster.js';
 import { tokenFrom } from '../../server/test/helpers/smtp.js';
-import type { FeedEvent } from '../src/feed.js';
+import type { BroadcastChannelCtor, FeedEvent } from '../src/feed.js';
 import {
   createCookieFetch,
   createHeraldClient,
   type HeraldClient,
   type WebSocketLike,
 } from '../src/index.js';
-import { FakeEnvironment, waitFor } from './fakes.js';
+import { FakeEnvironment, FakeLocks, waitFor } from './fakes.js';
 
 /** The SDK's cookie-keeping fetch, recording the headers of each stream request it sends. */
 function cookieJar() {
@@ -149,14 +149,67 @@ describe('SDK against a real Herald', () => {
     expect((await admin.client.admin.metrics()).instanceId).toBe(cluster.instanceId(0));
   });
 
+  it('two tabs of one browser share one stream: the leader feeds the follower, which takes over', async () => {
+    const locks = new FakeLocks();
+    const jar = cookieJar();
+    const tabs = [0, 1].map(() =>
+      createHeraldClient({
+        baseURL: cluster.url(0),
+        fetch: jar.fetch,
+        locks,
+        BroadcastChannel: globalThis.BroadcastChannel as unknown as BroadcastChannelCtor,
+        environment: new FakeEnvironment(),
+        feed: { baseDelayMs: 100, maxDelayMs: 1000 },
+      }),
+    );
+    const [a, b] = tabs as [HeraldClient, HeraldClient];
+    try {
+      expect((await a.auth.signIn.email({ email: user.email, password: user.password })).error).toBeNull();
+      a.notifications.feed.start();
+      await waitFor(() => a.notifications.feed.getState().status === 'open', 'leader open');
+      b.notifications.feed.start();
+      await waitFor(() => b.notifications.feed.getState().items.length === 1, 'follower snapshot');
+      await admin.client.admin.sendNotification({
+        target: { scope: 'user', identifier: user.id },
+        notification: { type: 'mention', title: 'Both tabs', content: 'one stream' },
+      });
+      await waitFor(() => b.notifications.feed.getState().items[0]?.title === 'Both tabs', 'follower event');
+      expect(a.notifications.feed.getState().items[0]?.title).toBe('Both tabs');
+      expect(jar.streamRequests).toHaveLength(1);
+
+      // The leader tab goes away: the follower connects, resuming from the last id it saw.
+      const lastSeen = b.notifications.feed.getState().lastEventId;
+      a.close();
+      await waitFor(() => jar.streamRequests.length === 2, 'takeover');
+      expect(jar.streamRequests[1]?.get('last-event-id')).toBe(lastSeen);
+      await waitFor(() => b.notifications.feed.getState().status === 'open');
+      await admin.client.admin.sendNotification({
+        target: { scope: 'user', identifier: user.id },
+        notification: { type: 'info', title: 'After takeover', content: 'x' },
+      });
+      await waitFor(() => b.notifications.feed.getState().items[0]?.title === 'After takeover', 'new leader');
+      // The main feed of this user saw both as well; mark them read so later counts start from 0.
+      await user.client.notifications.markAllRead();
+      await user.client.notifications.remove(b.notifications.feed.getState().items[0]?.id ?? '');
+      await user.client.notifications.remove(b.notifications.feed.getState().items[1]?.id ?? '');
+    } finally {
+      for (const t of tabs) t.close();
+    }
+  });
+
   it('resumes from its cursor after the server restarts: missed events once, no duplicates', async () => {
     const feed = user.client.notifications.feed;
     const cursor = feed.getState().lastEventId;
     expect(cursor).not.toBeNull();
     const requestsBefore = user.jar.streamRequests.length;
+    const chat = user.client.chat;
+    chat.connect();
+    await waitFor(() => chat.getState().status === 'open', 'chat open');
     // Keep the feed away while the server restarts and events happen, so they can only arrive by replay.
     user.env.fire('offline');
     await cluster.kill(0, 'SIGTERM');
+    // Sent while the server is down: it must be stored once the socket is back.
+    const whileDown = chat.send('sent while the server was down', { clientMessageId: `down-${suffix}` });
     // start() waits 30 s for health; a cold start on a loaded 2-core machine may need longer.
     const started = cluster.start(0).catch(() => undefined);
     await cluster.waitForHealth(0, 'ok', 150_000);
@@ -182,12 +235,19 @@ describe('SDK against a real Herald', () => {
     const server = await user.client.notifications.list();
     expect(ids).toEqual(server.notifications.map((n) => n.id));
     expect(feed.getState().unreadCount).toBe(await user.client.notifications.unreadCount());
-    expect(events.filter((e) => e.type === 'new_notification')).toHaveLength(3);
+    // One before, two during the two-tab test, two replayed: each exactly once.
+    expect(events.filter((e) => e.type === 'new_notification')).toHaveLength(5);
+
+    const stored = await whileDown;
+    expect(stored).toMatchObject({
+      message: 'sent while the server was down',
+      clientMessageId: `down-${suffix}`,
+    });
+    expect(chat.getState().messages.filter((m) => m.clientMessageId === `down-${suffix}`)).toHaveLength(1);
   }, 180_000);
 
   it('chat: send resolves with the stored message; a repeated clientMessageId is stored once', async () => {
     const chat = user.client.chat;
-    chat.connect();
     await waitFor(() => chat.getState().status === 'open', 'chat open');
     expect(chat.getState()).toMatchObject({
       role: 'member',
@@ -206,7 +266,8 @@ describe('SDK against a real Herald', () => {
     expect(body.messages.filter((m) => m.clientMessageId === cmid)).toHaveLength(1);
     await expect(chat.send('two\nlines')).rejects.toMatchObject({ code: 'MESSAGE_MULTILINE' });
 
-    expect(await admin.client.admin.purgeMessages(user.id)).toBe(1);
+    // This one and the one sent while the server was down.
+    expect(await admin.client.admin.purgeMessages(user.id)).toBe(2);
     await waitFor(() => chat.getState().messages.every((m) => m.userId !== user.id), 'messages_purged');
   });
 
