@@ -66,9 +66,14 @@ function setup(
   return { client, chat: client.chat, sockets, sessionChecks: () => sessionChecks, historyCalls };
 }
 
-async function opened(chat: ChatClient, sockets: FakeSocket[], index = 0): Promise<FakeSocket> {
+async function opened(
+  chat: ChatClient,
+  sockets: FakeSocket[],
+  index = 0,
+  history: ChatMessage[] = [],
+): Promise<FakeSocket> {
   const s = await waitFor(() => sockets[index], `socket ${index}`);
-  s.accept();
+  s.accept({}, history);
   await waitFor(() => chat.getState().status === 'open');
   return s;
 }
@@ -141,6 +146,19 @@ describe('chat socket', () => {
     const s = await opened(chat, sockets);
     expect(s.sentOf('send_message')).toHaveLength(1);
     s.emit({ type: 'new_message', message: msg('1', { clientMessageId: 'e-1' }) });
+    await expect(p).resolves.toMatchObject({ id: '1' });
+  });
+
+  it("sends wait for the history after connected; a history failure is not taken for a send's answer", async () => {
+    const { chat, sockets } = setup();
+    chat.connect();
+    const s1 = await waitFor(() => sockets[0]);
+    s1.accept({}, null);
+    const p = chat.send('queued', { clientMessageId: 'q-1' });
+    expect(s1.sentOf('send_message')).toHaveLength(0);
+    s1.emit({ type: 'error', code: 'INTERNAL_ERROR', message: 'History is unavailable' });
+    expect(s1.sentOf('send_message')).toHaveLength(1);
+    s1.emit({ type: 'new_message', message: msg('1', { clientMessageId: 'q-1' }) });
     await expect(p).resolves.toMatchObject({ id: '1' });
   });
 
@@ -280,9 +298,8 @@ describe('chat socket', () => {
     expect(chat.getState().messages.map((m) => m.id)).toEqual(['1', '2', '3', '4']);
     expect(chat.getState().hasMore).toBe(true);
     s.serverClose(1006);
-    const s2 = await opened(chat, sockets, 1);
     // While away 4 was deleted and 5 arrived.
-    s2.emit({ type: 'message_history', messages: [msg('3'), msg('5')] });
+    await opened(chat, sockets, 1, [msg('3'), msg('5')]);
     expect(chat.getState().messages.map((m) => m.id)).toEqual(['1', '2', '3', '5']);
   });
 
