@@ -1,7 +1,7 @@
 // The chat socket (docs/chat-protocol.md): reconnects according to the close code, keeps the message list,
 // presence and typing indicators, and makes `send` resolve once the server stored the message. Every send carries a
 // clientMessageId, so re-sending the unconfirmed ones after a reconnect never stores a message twice.
-import { Backoff } from './backoff.js';
+import { Backoff, fullJitterDelay } from './backoff.js';
 import type {
   ChatCloseCodes,
   ChatHistoryResponse,
@@ -88,6 +88,8 @@ export const ChatCloseCode = {
 const MAX_FRAME_BYTES = 16 * 1024;
 const HISTORY_ON_CONNECT = 100;
 const OPEN = 1;
+/** 4001 closes closer together than this are backed off (the first reconnects at once). */
+const SESSION_CLOSE_WINDOW_MS = 10_000;
 /** How long sends wait for the history after `connected` before going out anyway. */
 const HISTORY_WAIT_MS = 3000;
 
@@ -176,6 +178,8 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   let pagedOlder = false;
   let lastTypingTrue = 0;
   let awaitingHistory = false;
+  let sessionCloses = 0;
+  let lastSessionClose = 0;
   let historyTimer: ReturnType<typeof setTimeout> | undefined;
   let ownTypingTimer: ReturnType<typeof setTimeout> | undefined;
   /** The holder key of the last retain(), and the key the ban applied to. */
@@ -397,11 +401,23 @@ export function createChatClient(deps: ChatDeps): ChatClient {
       case ChatCloseCode.SESSION_ENDED: {
         // The session ended (or the account changed): reconnect at once, as a member if a session still
         // exists (the cookie was refreshed), otherwise as a guest, whose sends cannot succeed.
+        // Another 4001 soon after the last one is no longer a one-off: back off instead of looping.
+        const now = Date.now();
+        sessionCloses = now - lastSessionClose < SESSION_CLOSE_WINDOW_MS ? sessionCloses + 1 : 0;
+        lastSessionClose = now;
         set({ status: 'reconnecting' });
         const hasSession = await deps.checkSession().catch(() => false);
         if (signal.aborted) return;
         if (!hasSession) rejectAll('UNAUTHORIZED', 'The session ended');
-        open(signal);
+        if (sessionCloses === 0) open(signal);
+        else {
+          const delay = fullJitterDelay(sessionCloses, {
+            baseMs: opts.baseDelayMs,
+            capMs: opts.maxDelayMs,
+            random: deps.random,
+          });
+          void retryAfter(delay, signal);
+        }
         return;
       }
       case ChatCloseCode.ABUSE:

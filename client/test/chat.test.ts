@@ -21,7 +21,13 @@ const msg = (id: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({
 });
 
 function setup(
-  opts: { session?: boolean; abuseDelayMs?: number; history?: ChatMessage[]; baseDelayMs?: number } = {},
+  opts: {
+    session?: boolean;
+    abuseDelayMs?: number;
+    history?: ChatMessage[];
+    baseDelayMs?: number;
+    maxDelayMs?: number;
+  } = {},
 ) {
   const sockets: FakeSocket[] = [];
   let sessionChecks = 0;
@@ -56,7 +62,7 @@ function setup(
     BroadcastChannel: null,
     chat: {
       baseDelayMs: opts.baseDelayMs ?? 4,
-      maxDelayMs: 20,
+      maxDelayMs: opts.maxDelayMs ?? 20,
       abuseDelayMs: opts.abuseDelayMs ?? 10,
       typingTimeoutMs: 40,
       ownTypingTimeoutMs: 30,
@@ -248,6 +254,18 @@ describe('chat socket', () => {
     const again = await waitFor(() => guest.sockets[1], 'reconnect as guest');
     again.accept({ userId: null, role: 'guest' });
     await waitFor(() => guest.chat.getState().role === 'guest');
+  });
+
+  it('repeated 4001 closes back off instead of looping', async () => {
+    const { chat, sockets } = setup({ baseDelayMs: 60_000, maxDelayMs: 60_000 });
+    chat.connect();
+    const s = await opened(chat, sockets);
+    s.serverClose(4001, 'account changed');
+    const again = await opened(chat, sockets, 1);
+    again.serverClose(4001, 'account changed');
+    await tick(50);
+    expect(sockets).toHaveLength(2);
+    expect(chat.getState().status).toBe('reconnecting');
   });
 
   it('4029 backs off longer before reconnecting', async () => {
