@@ -145,8 +145,9 @@ describe('Redis Cluster master failover under traffic', () => {
     traffic = false;
     await Promise.all([notifications, chatter]);
     expect(recoveredAfterMs).toBeGreaterThan(0);
+    const transitions = (await Promise.all([status(0), status(1)])).map((x) => x?.bus.degradedTransitions);
     console.log(
-      `failover: replica on ${newMasterPort} promoted after ${promotedAfterMs} ms; instances recovered (not degraded, chat across) after ${recoveredAfterMs} ms; ${sent.length} notifications sent, ${failures.length} refused`,
+      `failover: replica on ${newMasterPort} promoted after ${promotedAfterMs} ms; instances recovered (not degraded, chat across) after ${recoveredAfterMs} ms; degraded transitions per instance ${transitions.join('/')}; ${sent.length} notifications sent, ${failures.length} refused`,
     );
     expect(failures).toEqual([]);
 

@@ -59,7 +59,7 @@ describe.skipIf(!available)('HAProxy in front of three instances', () => {
         SHUTDOWN_DRAIN_MS: '2500',
         SHUTDOWN_TIMEOUT_MS: '10000',
         CHAT_THROTTLE_LIMIT: '100000',
-        LOG_LEVEL: 'warn',
+        LOG_LEVEL: 'info',
       },
     });
     const port = await freePort();
@@ -184,11 +184,18 @@ describe.skipIf(!available)('HAProxy in front of three instances', () => {
 
     await delay(1_000);
     expect(stream?.status).toBe(200);
+    const t0 = Date.now();
     for (let i = 0; i < 3; i++) {
       const exit = await cluster.kill(i, 'SIGTERM');
       expect(exit.code).toBe(0);
-      await cluster.start(i);
+      const from = cluster.logs(i).length;
+      await cluster.start(i).catch((err: unknown) => {
+        throw new Error(
+          `restart of instance ${i} failed: ${String(err)}\n${cluster.logs(i).slice(from).join('\n')}`,
+        );
+      });
       await allInRotation();
+      console.log(`rolling restart: instance ${i} back in rotation after ${Date.now() - t0} ms`);
     }
     await delay(1_000);
     sending = false;
@@ -207,6 +214,9 @@ describe.skipIf(!available)('HAProxy in front of three instances', () => {
     stream?.close();
     await follow;
     const got = titles();
+    console.log(
+      `rolling restart: ${sent.length} notifications accepted, ${got.length} received, ${refused.length} refused`,
+    );
     expect(refused).toEqual([]);
     expect(got.length).toBe(sent.length);
     expect([...got].sort()).toEqual([...sent].sort());
@@ -224,5 +234,5 @@ describe.skipIf(!available)('HAProxy in front of three instances', () => {
     chatting = false;
     await Promise.allSettled(chatters.map((c) => c.client?.close()));
     await Promise.allSettled(keepChat);
-  });
+  }, 300_000);
 });

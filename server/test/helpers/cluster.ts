@@ -277,7 +277,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       if (isRunning(index)) return;
       if (env) Object.assign(inst(index).env, env);
       spawnInstance(index);
-      await waitForHealth(index, waitFor);
+      // A restart is a cold start too (tsx transform): same budget as the first start on a loaded machine.
+      await waitForHealth(index, waitFor, START_TIMEOUT_MS);
     },
     async restart(index, signal = 'SIGTERM') {
       if (isRunning(index)) await kill(index, signal);
