@@ -46,11 +46,11 @@ describe('Redis Cluster master failover under traffic', () => {
       const res = await fetch(`${cluster.url(i)}/metrics`, {
         headers: { authorization: `Bearer ${METRICS_KEY}` },
       });
-      const body = (await res.json()) as {
+      return (await res.json()) as {
         pubsub: { isDegraded: boolean };
+        bus: { degradedTransitions: number };
         cluster: { activeInstances: number };
       };
-      return body;
     } catch {
       return undefined;
     }
