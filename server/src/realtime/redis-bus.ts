@@ -89,7 +89,10 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
         await subscribeAll();
         // On a cluster "ready" says little about each shard: only our own probe coming back on every channel
         // proves that publishing and receiving work again.
-        if (sharded && !(await probe())) return;
+        if (sharded) {
+          suspect = await probe();
+          if (suspect.length > 0) return;
+        }
         if (closed || !allReady()) return;
         degraded = false;
         if (everSubscribed) logger.info('store reachable again: bus left degraded mode');
@@ -104,20 +107,34 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     return recovering;
   };
 
+  /** Cluster: channels whose last probe failed (undefined: unknown, e.g. degraded by a connection event). */
+  let suspect: string[] | undefined;
   const subscribeAll = async () => {
     if (!sharded) {
       await sub.subscribe(...channels.all);
       return;
     }
     // One SSUBSCRIBE per channel: each may live on another shard (ioredis routes it to that shard's subscriber).
-    await Promise.all(channels.all.map((ch) => sub.ssubscribe(ch)));
+    if (!everSubscribed) {
+      await Promise.all(channels.all.map((ch) => sub.ssubscribe(ch)));
+      return;
+    }
+    // ioredis re-subscribes by itself after a topology change; this only repairs channels still not carrying
+    // our probe. SUNSUBSCRIBE first: ioredis appends every SSUBSCRIBE to the channel list it replays, and
+    // SUNSUBSCRIBE removes every copy, so repeated repairs during a long outage do not grow that list.
+    await Promise.all(
+      (suspect ?? channels.all).map(async (ch) => {
+        await sub.sunsubscribe(ch).catch(() => {});
+        await sub.ssubscribe(ch);
+      }),
+    );
   };
 
   const send = (ch: string, raw: string) => (sharded ? pub.spublish(ch, raw) : pub.publish(ch, raw));
 
-  /** Cluster: publishes a probe on every channel and resolves true once each came back to us. */
+  /** Cluster: publishes a probe on every channel; resolves with the channels whose probe did not come back. */
   const pendingProbes = new Map<string, () => void>();
-  const probe = async (): Promise<boolean> => {
+  const probe = async (): Promise<string[]> => {
     const waits = channels.all.map((ch) => {
       const nonce = randomUUID();
       const arrived = new Promise<boolean>((resolve) => {
@@ -139,11 +156,14 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       return Promise.all([sent, arrived]).then(([a, b]) => a && b);
     });
     const results = await Promise.all(waits);
-    const failed = results.filter((ok) => !ok).length;
-    if (failed > 0) {
-      logger.debug({ failed, channels: channels.all.length }, 'bus probe: channels not round-tripping');
+    const failed = channels.all.filter((_, i) => !results[i]);
+    if (failed.length > 0) {
+      logger.debug(
+        { failed: failed.length, channels: channels.all.length },
+        'bus probe: channels not round-tripping',
+      );
     }
-    return failed === 0;
+    return failed;
   };
 
   // Cluster: a master can fail while every client stays "ready" (the others still answer). The probe loop turns
@@ -162,8 +182,12 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     try {
       if (degraded) {
         if (allReady()) await recover();
-      } else if (!(await probe())) {
-        enterDegraded('a store shard stopped carrying bus messages');
+      } else {
+        const failed = await probe();
+        if (failed.length > 0 && !degraded) {
+          suspect = failed;
+          enterDegraded('a store shard stopped carrying bus messages');
+        }
       }
     } finally {
       probing = false;
@@ -174,7 +198,11 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     if (!degraded) scheduleProbe(0);
   };
 
-  const onDown = (role: string) => () => enterDegraded(`${role} connection lost`);
+  const onDown = (role: string) => () => {
+    // Which channels survived is unknown after a lost connection: recovery re-checks them all.
+    suspect = undefined;
+    enterDegraded(`${role} connection lost`);
+  };
   const onReady = () => {
     void recover()?.catch(() => {});
   };
