@@ -111,6 +111,17 @@ describe('Herald on a Redis Cluster (2 instances, 3 masters)', () => {
     }
     expect([...seen].sort()).toEqual([...channels.all].sort());
     expect(carrying.size).toBe(masters.length);
+
+    // Connections per master for docs/operations.md's sizing (2 instances; replicas' links excluded).
+    const perMaster: string[] = [];
+    for (const m of masters) {
+      const normal = (await rc.cli(m.port, 'client', 'list', 'type', 'normal')).split('\n').filter(Boolean);
+      const pubsub = (await rc.cli(m.port, 'client', 'list', 'type', 'pubsub')).split('\n').filter(Boolean);
+      // redis-cli's own connection is one of the normal ones.
+      perMaster.push(`${m.port}: ${normal.length - 1} command + ${pubsub.length} subscriber`);
+      expect(pubsub.length).toBeGreaterThanOrEqual(2);
+    }
+    console.log(`connections per master with 2 instances: ${perMaster.join('; ')}`);
   });
 
   it('fans chat out across instances exactly once, and shares presence', async () => {
