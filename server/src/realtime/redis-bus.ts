@@ -134,8 +134,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
 
   /** Cluster: publishes a probe on every channel; resolves with the channels whose probe did not come back. */
   const pendingProbes = new Map<string, () => void>();
-  const probe = async (): Promise<string[]> => {
-    const waits = channels.all.map((ch) => {
+  const probe = async (list: string[] = channels.all): Promise<string[]> => {
+    const waits = list.map((ch) => {
       const nonce = randomUUID();
       const arrived = new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => {
@@ -156,7 +156,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       return Promise.all([sent, arrived]).then(([a, b]) => a && b);
     });
     const results = await Promise.all(waits);
-    const failed = channels.all.filter((_, i) => !results[i]);
+    const failed = list.filter((_, i) => !results[i]);
     if (failed.length > 0) {
       logger.debug(
         { failed: failed.length, channels: channels.all.length },
@@ -183,7 +183,9 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       if (degraded) {
         if (allReady()) await recover();
       } else {
-        const failed = await probe();
+        // A miss is confirmed once before degrading: one slow round trip on a starved event loop is not an outage.
+        let failed = await probe();
+        if (failed.length > 0) failed = await probe(failed);
         if (failed.length > 0 && !degraded) {
           suspect = failed;
           enterDegraded('a store shard stopped carrying bus messages');
