@@ -174,5 +174,5 @@ describe('Redis Cluster master failover under traffic', () => {
     expect(new Set(all).size).toBe(all.length);
 
     await rc.restartNode(owner.port);
-  });
+  }, 240_000);
 });
