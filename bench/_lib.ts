@@ -1,6 +1,7 @@
 // Small helpers shared by the benchmarks (argument parsing, percentiles, server memory).
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import { CLUSTER_ORIGIN } from '../server/test/helpers/cluster.js';
 
 const argv = process.argv.slice(2);
@@ -61,4 +62,10 @@ export async function signIn(base: string, email: string, password: string): Pro
     .join('; ');
   if (!cookie.includes('session_token=')) throw new Error('sign-in response set no session cookie');
   return cookie;
+}
+
+/** The machine's load (1/5/15-minute averages, cores): benchmark numbers mean little without it. */
+export function machineLoad(): string {
+  const [one = 0, five = 0, fifteen = 0] = os.loadavg();
+  return `load average ${one.toFixed(2)} / ${five.toFixed(2)} / ${fifteen.toFixed(2)} on ${os.cpus().length} cores`;
 }

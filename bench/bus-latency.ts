@@ -2,26 +2,29 @@
 // processes would have) on a private redis-server; instance A publishes at a fixed rate, instance B measures
 // the time from publish call to handler. Also reports the bus's own figures (receive time − sentAt, the ones
 // /metrics shows, millisecond resolution). Prints a table.
-// Usage: npm run bench -- bus-latency [--rate 1000] [--seconds 10] [--bytes 200]
+// --cluster: the same on a private Redis Cluster (3 masters + 3 replicas, sharded pub/sub).
+// Usage: npm run bench -- bus-latency [--rate 1000] [--seconds 10] [--bytes 200] [--cluster]
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { createStore } from '../server/src/infra/store.js';
 import { realtimeKeys } from '../server/src/realtime/keys.js';
 import { createRedisBus } from '../server/src/realtime/redis-bus.js';
+import { startRedisCluster } from '../server/test/helpers/redis-cluster.js';
 import { startRedisServer } from '../server/test/helpers/redis-server.js';
-import { numberArg, percentile } from './_lib.js';
+import { flagArg, machineLoad, numberArg, percentile } from './_lib.js';
 
 const RATE = numberArg('rate', 1000);
 const SECONDS = numberArg('seconds', 10);
 const BYTES = numberArg('bytes', 200);
 const WARMUP = Math.min(RATE, 200);
+const CLUSTER = flagArg('cluster');
 
 async function main(): Promise<void> {
-  const redis = await startRedisServer();
+  const redis = CLUSTER ? await startRedisCluster() : await startRedisServer();
   const logger = pino({ level: 'warn' });
   const prefix = 'bench:';
   const make = (instanceId: string) => {
-    const store = createStore({ url: redis.url, prefix });
+    const store = createStore({ url: redis.url, cluster: CLUSTER, prefix });
     const conns = store.redis;
     if (!conns) throw new Error('expected a Redis store');
     const bus = createRedisBus({
@@ -29,7 +32,8 @@ async function main(): Promise<void> {
       pub: conns.pub,
       sub: conns.sub,
       watch: [conns.data],
-      channel: realtimeKeys(prefix).channel,
+      channel: realtimeKeys(prefix, { cluster: CLUSTER }).channel,
+      sharded: CLUSTER,
       maxPayloadBytes: 256 * 1024,
       dedupWindowMs: 5_000,
       logger,
@@ -81,7 +85,9 @@ async function main(): Promise<void> {
   const busCount = after.latencyCount - statsBefore.latencyCount;
   const busAvg = busCount > 0 ? (after.latencySumMs - statsBefore.latencySumMs) / busCount : Number.NaN;
   const f = (n: number) => n.toFixed(3);
-  console.log(`\nBus latency over loopback Redis (${redis.url}), payload ~${BYTES} B`);
+  console.log(
+    `\nBus latency over loopback ${CLUSTER ? 'Redis Cluster (3 masters, sharded pub/sub)' : 'Redis'}, payload ~${BYTES} B; ${machineLoad()}`,
+  );
   console.table([
     {
       'target msg/s': RATE,

@@ -1,13 +1,14 @@
 // Chat fan-out latency across instances: two real server processes (shared PostgreSQL database, private
 // redis-server), 1,000 WebSocket clients spread over them, 100 messages/s sent on instance A, end-to-end latency
 // measured on sockets of instance B (and, for comparison, of A). Prints a table.
-// Usage: npm run bench -- chat-latency [--sockets 1000] [--rate 100] [--seconds 20] [--observers 50]
+// --cluster: the instances share a private Redis Cluster (3 masters + 3 replicas) instead of one redis-server.
+// Usage: npm run bench -- chat-latency [--sockets 1000] [--rate 100] [--seconds 20] [--observers 50] [--cluster]
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
-import { flagArg, numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort } from './_lib.js';
+import { flagArg, machineLoad, numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort } from './_lib.js';
 
 const SOCKETS = numberArg('sockets', 1000);
 const RATE = numberArg('rate', 100);
@@ -115,9 +116,13 @@ function observe(ws: WebSocket, sentAt: Map<number, number>, measuring: () => bo
 }
 
 async function main() {
-  console.log(`starting 2 instances (PostgreSQL + private redis-server)…`);
+  const onCluster = flagArg('cluster');
+  console.log(
+    `starting 2 instances (PostgreSQL + ${onCluster ? 'private Redis Cluster, 3 masters + 3 replicas' : 'private redis-server'})…; ${machineLoad()}`,
+  );
   const cluster = await startCluster({
     instances: 2,
+    redis: onCluster ? 'cluster' : 'private',
     env: {
       ...ONE_ADDRESS_LIMITS,
       LOG_LEVEL: 'warn',

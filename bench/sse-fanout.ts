@@ -2,13 +2,22 @@
 // private redis-server), N users each holding ONE open `GET /notification/stream`, half on instance A and half on
 // B. An admin sends `{ scope: "all" }` to A; for every stream we measure the time from just before the send
 // request to the receipt of its `new_notification` event. Also prints server RSS growth per open stream.
-// Usage: npm run bench -- sse-fanout [--users 5000] [--signin-concurrency 16] [--connect-concurrency 100]
+// --cluster: the instances share a private Redis Cluster (3 masters + 3 replicas) instead of one redis-server.
+// Usage: npm run bench -- sse-fanout [--users 5000] [--signin-concurrency 16] [--connect-concurrency 100] [--cluster]
 //        (run `ulimit -n 65536` first if the soft limit is below ~2 × users)
 import http from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
-import { numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort, signIn } from './_lib.js';
+import {
+  flagArg,
+  machineLoad,
+  numberArg,
+  ONE_ADDRESS_LIMITS,
+  percentile,
+  rssOfPort,
+  signIn,
+} from './_lib.js';
 
 const USERS = numberArg('users', 5000);
 const SIGNIN_CONCURRENCY = numberArg('signin-concurrency', 16);
@@ -111,9 +120,13 @@ function summarise(label: string, latencies: number[], streams: number, missing:
 }
 
 async function main() {
-  console.log(`starting 2 instances (PostgreSQL + private redis-server)…`);
+  const onCluster = flagArg('cluster');
+  console.log(
+    `starting 2 instances (PostgreSQL + ${onCluster ? 'private Redis Cluster, 3 masters + 3 replicas' : 'private redis-server'})…; ${machineLoad()}`,
+  );
   const cluster = await startCluster({
     instances: 2,
+    redis: onCluster ? 'cluster' : 'private',
     env: {
       ...ONE_ADDRESS_LIMITS,
       LOG_LEVEL: 'warn',

@@ -130,6 +130,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     options.overrides?.store ??
     createStore({
       url: config.CACHE_URL,
+      cluster: config.CACHE_CLUSTER,
       prefix: config.CACHE_KEY_PREFIX,
       commandTimeoutMs: config.CACHE_COMMAND_TIMEOUT_MS,
       onError: (role, err) => logger.warn({ role, err: err.message }, 'store connection error'),

@@ -97,7 +97,11 @@ export async function createAdmin(
   }
   const logger = deps.logger ?? consoleLogger();
   const database = deps.database ?? openDatabase(config, 'create-admin');
-  const store = createStore({ url: config.CACHE_URL, prefix: config.CACHE_KEY_PREFIX });
+  const store = createStore({
+    url: config.CACHE_URL,
+    cluster: config.CACHE_CLUSTER,
+    prefix: config.CACHE_KEY_PREFIX,
+  });
   const mailer = createMailer({
     port: config.SMTP_PORT,
     secure: false,
@@ -249,7 +253,11 @@ export async function runCli(
   if (command === 'retention') {
     // One notification housekeeping run now (the same job every instance runs on RETENTION_INTERVAL_MS).
     const database = openDatabase(config, 'retention');
-    const store = createStore({ url: config.CACHE_URL, prefix: config.CACHE_KEY_PREFIX });
+    const store = createStore({
+      url: config.CACHE_URL,
+      cluster: config.CACHE_CLUSTER,
+      prefix: config.CACHE_KEY_PREFIX,
+    });
     try {
       await database.migrate();
       const r = await runRetention({ config, database, store, logger: consoleLogger() });

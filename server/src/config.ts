@@ -88,6 +88,31 @@ export const BUILT_IN_SOCIAL_PROVIDERS: ReadonlySet<string> = new Set([
   'twitter',
 ]);
 
+/** CACHE_URL against CACHE_CLUSTER: one URL for one Redis, a list of seed nodes for a cluster. */
+function cacheUrlProblems(url: string | undefined, cluster: boolean): string[] {
+  if (url === undefined) {
+    return cluster ? ['CACHE_CLUSTER=true requires CACHE_URL (comma-separated seed node URLs)'] : [];
+  }
+  const entries = url.split(',').map((u) => u.trim());
+  if (!cluster && entries.length > 1) {
+    return ['CACHE_URL lists several nodes: set CACHE_CLUSTER=true for a Redis Cluster, or give one URL'];
+  }
+  const bad = entries.filter((u) => {
+    if (!/^rediss?:\/\/./.test(u)) return true;
+    try {
+      const parsed = new URL(u);
+      return parsed.hostname === '' || (parsed.port !== '' && Number(parsed.port) > 65535);
+    } catch {
+      return true;
+    }
+  });
+  if (bad.length === 0) return [];
+  // Never echo the entries themselves: they may carry a password.
+  return [
+    `CACHE_URL: ${bad.length} of ${entries.length} entries are not redis:// or rediss:// URLs with a host (expected redis://[user:password@]host:port${cluster ? ',redis://host:port,…' : ''})`,
+  ];
+}
+
 /** Checks that need only the raw environment, so they are reported even when other variables are invalid. */
 function rawProblems(env: Record<string, string | undefined>): string[] {
   const problems: string[] = [];
@@ -116,9 +141,11 @@ export const EnvSchema = z.object({
     message: 'DATABASE_URL must start with postgres:// or postgresql://',
   }),
   DATA_DIR: optionalString.default('./data'),
+  // One URL, or with CACHE_CLUSTER a comma-separated list of seed nodes (checked below, knowing CACHE_CLUSTER).
   CACHE_URL: optionalString.refine((v) => v === undefined || /^rediss?:\/\//.test(v), {
     message: 'CACHE_URL must start with redis:// or rediss://',
   }),
+  CACHE_CLUSTER: bool(false),
   CACHE_KEY_PREFIX: optionalString.default('herald:'),
   // Bound on every store command: a stalled store (paused, overloaded, half-open connection) counts as an outage
   // after this long, so the bus degrades and sessions fall back to PostgreSQL instead of every request waiting.
@@ -282,6 +309,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       );
     }
   }
+  problems.push(...cacheUrlProblems(e.CACHE_URL, e.CACHE_CLUSTER));
   if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
     // Node refuses this combination at server creation; say so with both names instead.
     problems.push('HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS');

@@ -1,6 +1,10 @@
-// Owns the shared store: exactly three ioredis connections per instance (data, publish, subscribe) when
-// CACHE_URL is set, or an in-process store for the embedded single-instance default.
-import { type Command, Redis } from 'ioredis';
+// Owns the shared store: three ioredis clients per instance (data, publish, subscribe) when CACHE_URL is set —
+// plain connections to one Redis, or Cluster clients (one connection per master each) with CACHE_CLUSTER=true —
+// or an in-process store for the embedded single-instance default.
+import { Cluster, type ClusterNode, type Command, Redis } from 'ioredis';
+
+/** A client of either shape: the real-time layer only uses commands both have. */
+export type StoreClient = Redis | Cluster;
 
 export interface Store {
   kind: 'redis' | 'memory';
@@ -17,7 +21,7 @@ export interface Store {
   isReady(): boolean;
   close(): Promise<void>;
   /** Present only for the Redis store; the real-time layer uses the publish and subscribe connections. */
-  redis?: { data: Redis; pub: Redis; sub: Redis };
+  redis?: { data: StoreClient; pub: StoreClient; sub: StoreClient; cluster: boolean };
 }
 
 const INCR_WINDOW = `
@@ -28,7 +32,10 @@ if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1])
 return {n, ttl}`;
 
 export interface StoreOptions {
+  /** One URL, or with `cluster` a comma-separated list of seed nodes. */
   url?: string;
+  /** Redis Cluster (CACHE_CLUSTER): ioredis' Cluster client, sharded pub/sub for the bus. */
+  cluster?: boolean;
   prefix: string;
   /** Bound on every command; a command that takes longer fails and its connection is re-established. */
   commandTimeoutMs?: number;
@@ -62,7 +69,73 @@ class BoundedRedis extends Redis {
 }
 
 export function createStore(options: StoreOptions): Store {
-  return options.url ? createRedisStore(options.url, options) : createMemoryStore(options.prefix);
+  if (!options.url) return createMemoryStore(options.prefix);
+  return options.cluster ? createClusterStore(options.url, options) : createRedisStore(options.url, options);
+}
+
+// Capped exponential backoff; never give up, the degraded mode covers the gap.
+const backoff = (times: number) => Math.min(100 * 2 ** Math.min(times, 6), 5_000);
+
+/** Seed nodes and shared credentials/TLS from CACHE_URL's comma-separated list (validated by config). */
+export function parseClusterUrls(list: string): {
+  nodes: ClusterNode[];
+  username?: string;
+  password?: string;
+  tls: boolean;
+} {
+  const urls = list
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean)
+    .map((u) => new URL(u));
+  const withAuth = urls.find((u) => u.password || u.username);
+  return {
+    nodes: urls.map((u) => ({ host: u.hostname, port: Number(u.port || 6379) })),
+    username: withAuth?.username ? decodeURIComponent(withAuth.username) : undefined,
+    password: withAuth?.password ? decodeURIComponent(withAuth.password) : undefined,
+    tls: urls.some((u) => u.protocol === 'rediss:'),
+  };
+}
+
+/**
+ * Redis Cluster: the same three roles, each a Cluster client. The data and publish clients hold one connection
+ * per master (opened on first use); the subscribe client additionally holds one sharded-subscriber connection
+ * per master that owns a bus channel. Commands route by key slot, so every multi-key command, transaction and
+ * script here and in the real-time layer keeps its keys in one slot (hash tags, docs/architecture.md).
+ * The stalled-command reconnect of BoundedRedis has no cluster equivalent; the bus's probe (realtime/redis-bus.ts)
+ * detects a stalled or failed shard instead.
+ */
+function createClusterStore(list: string, options: StoreOptions): Store {
+  const seeds = parseClusterUrls(list);
+  const make = (role: 'data' | 'pub' | 'sub') => {
+    const conn = new Cluster(seeds.nodes, {
+      clusterRetryStrategy: backoff,
+      enableOfflineQueue: role !== 'data',
+      shardedSubscribers: role === 'sub',
+      // Failover takes the cluster a few node timeouts; retry moved/down slots in small steps meanwhile.
+      retryDelayOnFailover: 200,
+      retryDelayOnClusterDown: 200,
+      retryDelayOnTryAgain: 200,
+      slotsRefreshTimeout: 2_000,
+      // Picks up a promoted replica even when no command hit the failed shard.
+      slotsRefreshInterval: 5_000,
+      redisOptions: {
+        connectionName: `herald-${role}`,
+        commandTimeout: options.commandTimeoutMs,
+        maxRetriesPerRequest: 1,
+        username: seeds.username,
+        password: seeds.password,
+        tls: seeds.tls ? {} : undefined,
+      },
+    });
+    conn.on('error', (err: Error) => options.onError?.(role, err));
+    conn.on('node error', (err: Error) => options.onError?.(role, err));
+    return conn;
+  };
+  const data = make('data');
+  const pub = make('pub');
+  const sub = make('sub');
+  return redisStoreOver({ data, pub, sub, cluster: true }, options.prefix);
 }
 
 function createRedisStore(url: string, options: StoreOptions): Store {
@@ -72,7 +145,7 @@ function createRedisStore(url: string, options: StoreOptions): Store {
       // The subscriber only waits for messages; its (re)subscribe is bounded like any command.
       commandTimeout: options.commandTimeoutMs,
       // Capped exponential backoff; never give up, the degraded mode covers the gap.
-      retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5_000),
+      retryStrategy: backoff,
       maxRetriesPerRequest: 1,
       enableOfflineQueue: role !== 'data',
       lazyConnect: false,
@@ -81,14 +154,18 @@ function createRedisStore(url: string, options: StoreOptions): Store {
     conn.on('error', (err: Error) => options.onError?.(role, err));
     return conn;
   };
-  const data = make('data');
-  const pub = make('pub');
-  const sub = make('sub');
-  const p = options.prefix;
+  return redisStoreOver(
+    { data: make('data'), pub: make('pub'), sub: make('sub'), cluster: false },
+    options.prefix,
+  );
+}
+
+function redisStoreOver(clients: NonNullable<Store['redis']>, p: string): Store {
+  const { data, pub, sub } = clients;
   return {
     kind: 'redis',
     prefix: p,
-    redis: { data, pub, sub },
+    redis: clients,
     async get(key) {
       return data.get(p + key);
     },
@@ -97,7 +174,10 @@ function createRedisStore(url: string, options: StoreOptions): Store {
       else await data.set(p + key, value);
     },
     async del(...keys) {
-      if (keys.length > 0) await data.del(...keys.map((k) => p + k));
+      if (keys.length === 0) return;
+      // A cluster refuses a multi-key DEL across slots; unrelated keys (repairs, sessions) are deleted one by one.
+      if (clients.cluster) await Promise.all(keys.map((k) => data.del(p + k)));
+      else await data.del(...keys.map((k) => p + k));
     },
     async getdel(key) {
       return data.getdel(p + key);

@@ -1,8 +1,7 @@
 // Owns the per-user unread-count cache in the shared store, with versioned invalidation (design:
 // docs/architecture.md "Unread count cache").
-import type { Redis } from 'ioredis';
 import type { Logger } from '../infra/logger.js';
-import type { Store } from '../infra/store.js';
+import type { Store, StoreClient } from '../infra/store.js';
 
 export interface UnreadCache {
   /** The cached count, or the database count (cached when safe). Never stale after invalidate() returned. */
@@ -42,11 +41,13 @@ export function createUnreadCache(deps: {
 }
 
 function createRedisUnreadCache(
-  redis: Redis,
+  redis: StoreClient,
   prefix: string,
   logger: Logger,
   countFromDb: (userId: string) => Promise<number>,
 ): UnreadCache {
+  // One key per user and only single-key scripts: on a cluster the counters spread over every shard by their own
+  // name, no hash tag needed (and the name stays the same for a rolling upgrade).
   const key = (userId: string) => `${prefix}notif:unread:${userId}`;
   // Users whose bump failed (store down). Until each is bumped, their cache is bypassed on this instance and
   // retried in the background; the bump lands before any reader on any instance can see a stale value
@@ -55,10 +56,12 @@ function createRedisUnreadCache(
   let retryTimer: NodeJS.Timeout | undefined;
 
   const bump = async (userIds: string[]) => {
-    const pipeline = redis.pipeline();
-    for (const id of userIds) pipeline.eval(BUMP, 1, key(id), String(KEY_TTL_MS));
-    const results = (await pipeline.exec()) ?? [];
-    const failed = userIds.filter((_, i) => results[i]?.[0]);
+    // One script per user, all sent before the first reply (ioredis writes them back to back): a pipeline would
+    // be refused by a cluster as soon as two users hash to different slots.
+    const results = await Promise.allSettled(
+      userIds.map((id) => redis.eval(BUMP, 1, key(id), String(KEY_TTL_MS))),
+    );
+    const failed = userIds.filter((_, i) => results[i]?.status === 'rejected');
     if (failed.length > 0) throw new Error(`unread cache bump failed for ${failed.length} users`);
   };
 

@@ -62,8 +62,8 @@ function isUserDisconnect(value: unknown): value is UserDisconnect {
 export function createRealtime({ config, store, logger, onBusLatencySeconds }: RealtimeDeps): RealtimeCore {
   const startedAt = Date.now();
   const instanceId = config.INSTANCE_ID;
-  const keys = realtimeKeys(store.prefix);
   const connections = config.distributed ? store.redis : undefined;
+  const keys = realtimeKeys(store.prefix, { cluster: store.redis?.cluster === true });
   const log = logger.child({ component: 'realtime' });
 
   const redisBus = connections
@@ -73,6 +73,7 @@ export function createRealtime({ config, store, logger, onBusLatencySeconds }: R
         sub: connections.sub,
         watch: [connections.data],
         channel: keys.channel,
+        sharded: connections.cluster,
         maxPayloadBytes: config.BUS_MAX_PAYLOAD_BYTES,
         dedupWindowMs: config.DEDUP_WINDOW_MS,
         logger: log,

@@ -1,7 +1,7 @@
 // Owns presence: who holds a notification stream and the chat counts, per instance in the store and summed over
 // live instances (design: docs/architecture.md "Real-time core").
-import type { Redis } from 'ioredis';
 import type { Logger } from '../infra/logger.js';
+import type { StoreClient } from '../infra/store.js';
 import type { Bus } from './bus.js';
 import type { RealtimeKeys } from './keys.js';
 import type { ChatRole, Presence, PresenceCounts } from './types.js';
@@ -30,7 +30,7 @@ export interface PresenceCore extends Presence {
 export interface PresenceOptions {
   instanceId: string;
   /** Null for the single-instance mode: local state only. */
-  redis: Redis | null;
+  redis: StoreClient | null;
   keys: RealtimeKeys;
   bus: Bus;
   debounceMs: number;
@@ -41,38 +41,50 @@ export interface PresenceOptions {
   isAvailable(): boolean;
 }
 
-// Live instances: heartbeat within the dead timeout and record not expired (the same rule as the registry list).
-const LIVE_IDS = `
-local live = {}
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')) do
-  if redis.call('EXISTS', ARGV[3] .. id) == 1 then live[#live + 1] = id end
-end`;
+// Every key reaches the scripts through KEYS (Redis Cluster routes and checks by them; all share the `{rt}` tag).
+// The caller lists candidate ids first (ZRANGEBYSCORE); the script re-checks each one's score and record, so an
+// instance that died in between is not counted. One that registered in between is missed by this count only: its
+// first presence write publishes a recount.
+// KEYS[1] instances; per candidate i (ARGV[2 + i]), KEYS from 2 + (i - 1) * STRIDE: record, then presence keys.
+// ARGV[1] liveness threshold (epoch ms), ARGV[2] number of candidates.
 
-// Union of members/admins sets and sum of guests over live instances.
-const CLUSTER_COUNTS = `${LIVE_IDS}
-local guests = 0
-local members = {}
-local admins = {}
-local nm, na = 0, 0
-for _, id in ipairs(live) do
-  local base = ARGV[2] .. id
-  guests = guests + (tonumber(redis.call('GET', base .. ':guests')) or 0)
-  for _, u in ipairs(redis.call('SMEMBERS', base .. ':members')) do
-    if not members[u] then members[u] = true; nm = nm + 1 end
-  end
-  for _, u in ipairs(redis.call('SMEMBERS', base .. ':admins')) do
-    if not admins[u] then admins[u] = true; na = na + 1 end
+// Union of members/admins sets and sum of guests over live instances. STRIDE 5: record, online, members, admins,
+// guests.
+const CLUSTER_COUNTS = `
+local guests, nm, na = 0, 0, 0
+local members, admins = {}, {}
+for i = 1, tonumber(ARGV[2]) do
+  local k = 2 + (i - 1) * 5
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[2 + i])
+  if score and tonumber(score) >= tonumber(ARGV[1]) and redis.call('EXISTS', KEYS[k]) == 1 then
+    guests = guests + (tonumber(redis.call('GET', KEYS[k + 4])) or 0)
+    for _, u in ipairs(redis.call('SMEMBERS', KEYS[k + 2])) do
+      if not members[u] then members[u] = true; nm = nm + 1 end
+    end
+    for _, u in ipairs(redis.call('SMEMBERS', KEYS[k + 3])) do
+      if not admins[u] then admins[u] = true; na = na + 1 end
+    end
   end
 end
 return {guests, nm, na}`;
 
-// The subset of ARGV[4..] present in the online set of any live instance.
-const ONLINE_AMONG = `${LIVE_IDS}
+// The subset of the users (ARGV after the candidates) present in the online set of any live instance. STRIDE 2:
+// record, online.
+const ONLINE_AMONG = `
+local n = tonumber(ARGV[2])
+local live = {}
+for i = 1, n do
+  local k = 2 + (i - 1) * 2
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[2 + i])
+  if score and tonumber(score) >= tonumber(ARGV[1]) and redis.call('EXISTS', KEYS[k]) == 1 then
+    live[#live + 1] = KEYS[k + 1]
+  end
+end
 local out = {}
-for i = 4, #ARGV do
-  local u = ARGV[i]
-  for _, id in ipairs(live) do
-    if redis.call('SISMEMBER', ARGV[2] .. id .. ':online', u) == 1 then
+for j = 3 + n, #ARGV do
+  local u = ARGV[j]
+  for _, key in ipairs(live) do
+    if redis.call('SISMEMBER', key, u) == 1 then
       out[#out + 1] = u
       break
     end
@@ -136,15 +148,24 @@ export function createPresence(o: PresenceOptions): PresenceCore {
     }
   };
 
+  /** Instances with a recent heartbeat, and the liveness threshold the scripts re-check them against. */
+  const candidates = async (client: StoreClient) => {
+    const threshold = String(Date.now() - o.deadMs);
+    return { threshold, ids: await client.zrangebyscore(keys.instances, threshold, '+inf') };
+  };
+
   const clusterCounts = async (): Promise<PresenceCounts> => {
     if (!remote() || !redis) return localCounts();
+    const { threshold, ids } = await candidates(redis);
+    const perInstance = ids.flatMap((id) => [keys.instance(id), ...keys.presenceKeys(id)]);
     const [g, m, a] = (await redis.eval(
       CLUSTER_COUNTS,
-      1,
+      1 + perInstance.length,
       keys.instances,
-      String(Date.now() - o.deadMs),
-      keys.presenceBase,
-      keys.instanceBase,
+      ...perInstance,
+      threshold,
+      String(ids.length),
+      ...ids,
     )) as [number, number, number];
     return { guests: g, members: m, admins: a };
   };
@@ -225,14 +246,17 @@ export function createPresence(o: PresenceOptions): PresenceCore {
       }
       if (rest.length === 0 || !remote() || !redis) return found;
       try {
+        const { threshold, ids } = await candidates(redis);
+        const perInstance = ids.flatMap((id) => [keys.instance(id), keys.online(id)]);
         for (const part of chunks(rest)) {
           const hits = (await redis.eval(
             ONLINE_AMONG,
-            1,
+            1 + perInstance.length,
             keys.instances,
-            String(Date.now() - o.deadMs),
-            keys.presenceBase,
-            keys.instanceBase,
+            ...perInstance,
+            threshold,
+            String(ids.length),
+            ...ids,
             ...part,
           )) as string[];
           for (const id of hits) found.add(id);

@@ -1,18 +1,28 @@
-// Owns the Redis bus and its degraded fallback (docs/architecture.md, "Real-time core").
-import type { Redis } from 'ioredis';
+// Owns the Redis bus and its degraded fallback (docs/architecture.md, "Real-time core" and "Redis Cluster").
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '../infra/logger.js';
+import type { StoreClient } from '../infra/store.js';
 import { type Bus, BusCounters, createEnvelope, createLocalBus, LocalDispatcher } from './bus.js';
 import { createDedup } from './dedup.js';
 import { createRateLimitedLog, isValidTopic, parseEnvelope } from './envelope.js';
+import { busChannels, channelFor } from './keys.js';
+
+/** Probe messages are not envelopes: receivers recognise them by this start and never parse or count them. */
+const PROBE_MARK = '~probe:';
 
 export interface RedisBusOptions {
   instanceId: string;
-  pub: Redis;
-  sub: Redis;
+  pub: StoreClient;
+  sub: StoreClient;
   /** Other connections whose loss also means degraded mode (the data connection used by presence). */
-  watch?: Redis[];
-  /** Full channel name, already prefixed with the store prefix. */
+  watch?: StoreClient[];
+  /** Control channel name, already prefixed with the store prefix; the chat and notification channels derive from it. */
   channel: string;
+  /** Redis Cluster: SPUBLISH/SSUBSCRIBE, and an end-to-end probe of every channel to detect a failed shard. */
+  sharded?: boolean;
+  notificationChannels?: number;
+  /** Cluster only: how often a healthy bus probes its channels (a degraded one probes every PROBE_RETRY_MS). */
+  probeIntervalMs?: number;
   maxPayloadBytes: number;
   dedupWindowMs: number;
   logger: Logger;
@@ -29,8 +39,14 @@ export interface RedisBus extends Bus {
   onDegraded(handler: () => void): () => void;
 }
 
+const PROBE_RETRY_MS = 500;
+const PROBE_TIMEOUT_MS = 2_000;
+
 export function createRedisBus(options: RedisBusOptions): RedisBus {
-  const { instanceId, pub, sub, channel, logger } = options;
+  const { instanceId, pub, sub, logger } = options;
+  const sharded = options.sharded === true;
+  const channels = busChannels(options.channel, options.notificationChannels);
+  const subscribed = new Set(channels.all);
   const connections = [pub, sub, ...(options.watch ?? [])];
   const counters = new BusCounters(options.onLatencySeconds);
   const local = new LocalDispatcher((topic, err) => logger.error({ topic, err }, 'bus handler failed'));
@@ -70,7 +86,13 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     recovering = (async () => {
       try {
         // Idempotent: ioredis may have re-subscribed already; the server confirms either way.
-        await sub.subscribe(channel);
+        await subscribeAll();
+        // On a cluster "ready" says little about each shard: only our own probe coming back on every channel
+        // proves that publishing and receiving work again.
+        if (sharded) {
+          suspect = await probe();
+          if (suspect.length > 0) return;
+        }
         if (closed || !allReady()) return;
         degraded = false;
         if (everSubscribed) logger.info('store reachable again: bus left degraded mode');
@@ -85,21 +107,125 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     return recovering;
   };
 
-  const onDown = (role: string) => () => enterDegraded(`${role} connection lost`);
+  /** Cluster: channels whose last probe failed (undefined: unknown, e.g. degraded by a connection event). */
+  let suspect: string[] | undefined;
+  const subscribeAll = async () => {
+    if (!sharded) {
+      await sub.subscribe(...channels.all);
+      return;
+    }
+    // One SSUBSCRIBE per channel: each may live on another shard (ioredis routes it to that shard's subscriber).
+    if (!everSubscribed) {
+      await Promise.all(channels.all.map((ch) => sub.ssubscribe(ch)));
+      return;
+    }
+    // ioredis re-subscribes by itself after a topology change; this only repairs channels still not carrying
+    // our probe. SUNSUBSCRIBE first: ioredis appends every SSUBSCRIBE to the channel list it replays, and
+    // SUNSUBSCRIBE removes every copy, so repeated repairs during a long outage do not grow that list.
+    await Promise.all(
+      (suspect ?? channels.all).map(async (ch) => {
+        await sub.sunsubscribe(ch).catch(() => {});
+        await sub.ssubscribe(ch);
+      }),
+    );
+  };
+
+  const send = (ch: string, raw: string) => (sharded ? pub.spublish(ch, raw) : pub.publish(ch, raw));
+
+  /** Cluster: publishes a probe on every channel; resolves with the channels whose probe did not come back. */
+  const pendingProbes = new Map<string, () => void>();
+  const probe = async (list: string[] = channels.all): Promise<string[]> => {
+    const waits = list.map((ch) => {
+      const nonce = randomUUID();
+      const arrived = new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => {
+          pendingProbes.delete(nonce);
+          resolve(false);
+        }, PROBE_TIMEOUT_MS);
+        timer.unref();
+        pendingProbes.set(nonce, () => {
+          clearTimeout(timer);
+          pendingProbes.delete(nonce);
+          resolve(true);
+        });
+      });
+      const sent = send(ch, `${PROBE_MARK}${instanceId}:${nonce}`).then(
+        () => true,
+        () => false,
+      );
+      return Promise.all([sent, arrived]).then(([a, b]) => a && b);
+    });
+    const results = await Promise.all(waits);
+    const failed = list.filter((_, i) => !results[i]);
+    if (failed.length > 0) {
+      logger.debug(
+        { failed: failed.length, channels: channels.all.length },
+        'bus probe: channels not round-tripping',
+      );
+    }
+    return failed;
+  };
+
+  // Cluster: a master can fail while every client stays "ready" (the others still answer). The probe loop turns
+  // a shard that stopped carrying our messages into degraded mode, and recovers once all channels round-trip.
+  let probeTimer: NodeJS.Timeout | undefined;
+  let probing = false;
+  const scheduleProbe = (ms: number) => {
+    if (!sharded || closed) return;
+    clearTimeout(probeTimer);
+    probeTimer = setTimeout(runProbe, ms);
+    probeTimer.unref();
+  };
+  const runProbe = async () => {
+    if (closed || probing) return;
+    probing = true;
+    try {
+      if (degraded) {
+        if (allReady()) await recover();
+      } else {
+        // A miss is confirmed once before degrading: one slow round trip on a starved event loop is not an outage.
+        let failed = await probe();
+        if (failed.length > 0) failed = await probe(failed);
+        if (failed.length > 0 && !degraded) {
+          suspect = failed;
+          enterDegraded('a store shard stopped carrying bus messages');
+        }
+      }
+    } finally {
+      probing = false;
+      scheduleProbe(degraded ? PROBE_RETRY_MS : (options.probeIntervalMs ?? 5_000));
+    }
+  };
+  const probeSoon = () => {
+    if (!degraded) scheduleProbe(0);
+  };
+
+  const onDown = (role: string) => () => {
+    // Which channels survived is unknown after a lost connection: recovery re-checks them all.
+    suspect = undefined;
+    enterDegraded(`${role} connection lost`);
+  };
   const onReady = () => {
     void recover()?.catch(() => {});
   };
-  const listeners: Array<[Redis, string, (...args: unknown[]) => void]> = [];
+  const listeners: Array<[StoreClient, string, (...args: unknown[]) => void]> = [];
   connections.forEach((conn, i) => {
     const role = i === 0 ? 'publish' : i === 1 ? 'subscribe' : 'data';
     const down = onDown(role);
     for (const event of ['close', 'end', 'reconnecting']) listeners.push([conn, event, down]);
     listeners.push([conn, 'ready', onReady]);
+    // Cluster clients report a lost or failing node without changing status: check the channels now.
+    if (sharded) for (const event of ['-node', 'node error']) listeners.push([conn, event, probeSoon]);
   });
   for (const [conn, event, fn] of listeners) conn.on(event, fn);
 
   const onMessage = (ch: string, raw: string) => {
-    if (ch !== channel) return;
+    if (!subscribed.has(ch)) return;
+    if (raw.startsWith(PROBE_MARK)) {
+      const [from, nonce] = raw.slice(PROBE_MARK.length).split(':');
+      if (from === instanceId && nonce) pendingProbes.get(nonce)?.();
+      return;
+    }
     const receivedAt = Date.now();
     const parsed = parseEnvelope(raw, options.maxPayloadBytes);
     if (!parsed.ok) {
@@ -120,7 +246,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     counters.recordLatency(receivedAt - envelope.sentAt);
     local.dispatch(envelope);
   };
-  sub.on('message', onMessage);
+  const messageEvent = sharded ? 'smessage' : 'message';
+  sub.on(messageEvent, onMessage);
 
   const bus: RedisBus = {
     instanceId,
@@ -146,16 +273,18 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
         return;
       }
       try {
-        await pub.publish(channel, raw);
+        await send(channelFor(channels, topic, payload, envelope.id), raw);
       } catch (err) {
         counters.publishFailures++;
         logger.warn({ topic, err: err instanceof Error ? err.message : String(err) }, 'bus publish failed');
+        probeSoon();
       }
     },
     subscribe: (topic, handler) => local.subscribe(topic, handler),
     isDegraded: () => degraded,
     stats: () => counters.snapshot(),
     async start(timeoutMs = 2_000) {
+      scheduleProbe(PROBE_RETRY_MS);
       if (allReady()) {
         await recover();
         return;
@@ -182,10 +311,13 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     async close() {
       if (closed) return;
       closed = true;
+      clearTimeout(probeTimer);
       for (const [conn, event, fn] of listeners) conn.off(event, fn);
-      sub.off('message', onMessage);
+      sub.off(messageEvent, onMessage);
       local.clear();
-      if (sub.status === 'ready') await sub.unsubscribe(channel).catch(() => {});
+      if (sub.status !== 'ready') return;
+      if (sharded) await Promise.all(channels.all.map((ch) => sub.sunsubscribe(ch).catch(() => {})));
+      else await sub.unsubscribe(...channels.all).catch(() => {});
     },
   };
   return bus;

@@ -1,8 +1,8 @@
 // Owns the cluster registry: every HEARTBEAT_INTERVAL_MS this instance writes its record (a hash with a
 // REGISTRY_TTL_MS lifetime) and its score in a sorted set ordered by last heartbeat; instances silent for
 // DEAD_INSTANCE_MS are removed with their presence by whichever survivor notices first.
-import type { Redis } from 'ioredis';
 import type { Logger } from '../infra/logger.js';
+import type { StoreClient } from '../infra/store.js';
 import type { RealtimeKeys } from './keys.js';
 import type { InstanceRecord } from './types.js';
 
@@ -19,7 +19,7 @@ export interface Registry {
 }
 
 export interface RegistryOptions {
-  redis: Redis;
+  redis: StoreClient;
   keys: RealtimeKeys;
   instanceId: string;
   startedAt: number;
@@ -40,6 +40,7 @@ export interface RegistryOptions {
   onInstancesRemoved(ids: string[]): void;
 }
 
+// KEYS: the instances set, the record and the four presence keys (one slot: all carry the `{rt}` tag).
 // Removes a dead instance only if it is still silent (its score did not move since we looked).
 const REMOVE_DEAD = `
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])

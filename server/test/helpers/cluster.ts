@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { TEST_AUTH_SECRET, TEST_REDIS_URL } from './env.js';
+import { startRedisCluster, type TestRedisCluster } from './redis-cluster.js';
 import { freePort, startRedisServer, type TestRedis, trackChild } from './redis-server.js';
 import { startSmtp, type TestSmtp, tokenFrom } from './smtp.js';
 
@@ -43,8 +44,12 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   /** Extra env for one instance (wins over `env`). */
   envFor?: (index: number) => Record<string, string>;
-  /** 'private' (default): own redis-server; 'shared': the shared test Redis with a unique key prefix. */
-  redis?: 'private' | 'shared';
+  /**
+   * 'private' (default): own redis-server; 'shared': the shared test Redis with a unique key prefix; 'cluster': a
+   * private Redis Cluster (3 masters + 3 replicas, CACHE_CLUSTER=true). HERALD_TEST_CACHE=cluster turns the
+   * default into 'cluster', so the multi-instance suites run unchanged on a cluster.
+   */
+  redis?: 'private' | 'shared' | 'cluster';
   /** Health status to wait for at start (default 'ok'). */
   waitFor?: 'ok' | 'degraded';
 }
@@ -64,8 +69,10 @@ export interface TestCluster {
   size: number;
   db: TestDatabase;
   smtp: TestSmtp;
-  /** The private redis-server (null with redis: 'shared'). */
+  /** The private redis-server or cluster (null with redis: 'shared'); stop/start act on every cluster node. */
   redis: TestRedis;
+  /** The private Redis Cluster when running on one (null otherwise): kill a master, wait for failover. */
+  redisCluster: TestRedisCluster | null;
   redisUrl: string;
   prefix: string;
   url(index: number): string;
@@ -110,7 +117,9 @@ function delay(ms: number): Promise<void> {
 export async function startCluster(options: ClusterOptions = {}): Promise<TestCluster> {
   const size = options.instances ?? 2;
   const [db, smtp] = await Promise.all([createTestDatabase(), startSmtp()]);
-  const redis = options.redis === 'shared' ? undefined : await startRedisServer();
+  const mode = options.redis ?? (process.env.HERALD_TEST_CACHE === 'cluster' ? 'cluster' : 'private');
+  const redisCluster = mode === 'cluster' ? await startRedisCluster() : null;
+  const redis = mode === 'shared' ? undefined : (redisCluster ?? (await startRedisServer()));
   const redisUrl = redis?.url ?? TEST_REDIS_URL;
   const prefix = `c:${randomBytes(5).toString('hex')}:`;
   const runId = randomBytes(3).toString('hex');
@@ -131,6 +140,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         INSTANCE_ID: id,
         DATABASE_URL: db.url,
         CACHE_URL: redisUrl,
+        CACHE_CLUSTER: redisCluster ? 'true' : 'false',
         CACHE_KEY_PREFIX: prefix,
         AUTH_SECRET: TEST_AUTH_SECRET,
         API_BASE_URL: `http://127.0.0.1:${port}`,
@@ -219,6 +229,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     db,
     smtp,
     redis: redis as TestRedis,
+    redisCluster,
     redisUrl,
     prefix,
     url: (index) => `http://127.0.0.1:${inst(index).port}`,
@@ -266,7 +277,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       if (isRunning(index)) return;
       if (env) Object.assign(inst(index).env, env);
       spawnInstance(index);
-      await waitForHealth(index, waitFor);
+      // A restart is a cold start too (tsx transform): same budget as the first start on a loaded machine.
+      await waitForHealth(index, waitFor, START_TIMEOUT_MS);
     },
     async restart(index, signal = 'SIGTERM') {
       if (isRunning(index)) await kill(index, signal);
@@ -310,9 +322,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
 export async function createVerifiedUserOn(
   cluster: TestCluster,
   index: number,
-  opts: { email?: string; password?: string; name?: string } = {},
+  opts: { email?: string; password?: string; name?: string; baseUrl?: string } = {},
 ): Promise<{ id: string; email: string; password: string; cookie: string }> {
-  const base = cluster.url(index);
+  // baseUrl: another way in to the same instances (a load balancer in front of them).
+  const base = opts.baseUrl ?? cluster.url(index);
   const email = (opts.email ?? `u-${randomBytes(5).toString('hex')}@example.test`).toLowerCase();
   const password = opts.password ?? 'correct horse battery';
   const headers = { 'content-type': 'application/json', origin: CLUSTER_ORIGIN };
