@@ -9,7 +9,7 @@ import { createStore } from '../server/src/infra/store.js';
 import { realtimeKeys } from '../server/src/realtime/keys.js';
 import { createRedisBus } from '../server/src/realtime/redis-bus.js';
 import { startRedisServer } from '../server/test/helpers/redis-server.js';
-import { numberArg, percentile } from './_lib.js';
+import { numberArg, percentile, printTable } from './_lib.js';
 
 const RATE = numberArg('rate', 1000);
 const SECONDS = numberArg('seconds', 10);
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   const busAvg = busCount > 0 ? (after.latencySumMs - statsBefore.latencySumMs) / busCount : Number.NaN;
   const f = (n: number) => n.toFixed(3);
   console.log(`\nBus latency over loopback Redis (${redis.url}), payload ~${BYTES} B`);
-  console.table([
+  printTable([
     {
       'target msg/s': RATE,
       'achieved msg/s': Math.round(sent / sendSeconds),

@@ -6,7 +6,7 @@ import { sql } from 'drizzle-orm';
 import { NOTIFICATION_TYPES } from '../server/src/notifications/schemas.js';
 import { createTestEnv } from '../server/test/helpers/app.js';
 import { createVerifiedUser } from '../server/test/helpers/users.js';
-import { numberArg } from './_lib.js';
+import { numberArg, printTable } from './_lib.js';
 
 const REQUESTS = numberArg('requests', 300);
 const CONCURRENCY = numberArg('concurrency', 20);
@@ -83,7 +83,7 @@ async function main() {
     console.log(
       `${PER_USER} notifications for the measured user, ${OTHER_USERS * PER_USER} for ${OTHER_USERS} others; ${REQUESTS} requests per mode`,
     );
-    console.table(rows);
+    printTable(rows);
   } finally {
     await env.close();
   }

@@ -8,7 +8,7 @@ import http from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
-import { numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort, signIn } from './_lib.js';
+import { numberArg, ONE_ADDRESS_LIMITS, percentile, printTable, rssOfPort, signIn } from './_lib.js';
 
 const USERS = numberArg('users', 5000);
 const SIGNIN_CONCURRENCY = numberArg('signin-concurrency', 16);
@@ -241,7 +241,7 @@ async function main() {
         `(targetCount ${sendBody.targetCount}, createdCount ${sendBody.createdCount}); ` +
         `latency = send start → new_notification received`,
     );
-    console.table(rows);
+    printTable(rows);
     const kib = (i: number, n: number) => (((rssAfter[i] ?? 0) - (rssBefore[i] ?? 0)) / n).toFixed(1);
     console.log(
       `server RSS before/after streams: A ${rssBefore[0]}→${rssAfter[0]} KiB (${kib(0, onA)} KiB/stream), ` +
