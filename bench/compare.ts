@@ -60,8 +60,9 @@ async function load(base: string, p: HotPath, user: BenchUser, seconds: number):
     connections,
     duration: seconds,
   });
+  // Successful responses only: a refused request (503 from the overload guard) is not throughput.
   return {
-    rps: Math.round(result.requests.average),
+    rps: Math.round(result['2xx'] / result.duration),
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,

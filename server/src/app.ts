@@ -120,6 +120,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     maxEventLoopDelayMs: config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
     maxEventLoopUtilization: config.OVERLOAD_MAX_EVENT_LOOP_UTILIZATION_PCT / 100,
     maxHeapUsedBytes: config.OVERLOAD_MAX_HEAP_USED_BYTES,
+    maxDbWaiting: config.OVERLOAD_MAX_DB_WAITING,
+    dbWaiting: () => database.waiting?.() ?? 0,
     sampleIntervalMs: config.OVERLOAD_SAMPLE_INTERVAL_MS,
     logger: app.log,
   });

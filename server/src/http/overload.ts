@@ -1,6 +1,7 @@
 // Owns overload protection: a monitor samples the event-loop delay, event-loop utilisation and heap use every
-// OVERLOAD_SAMPLE_INTERVAL_MS; while a threshold is exceeded every request (except GET /health and /metrics) is
-// refused at once with 503 OVERLOADED and Retry-After. Under more load than the process can serve, a fast refusal
+// OVERLOAD_SAMPLE_INTERVAL_MS, and reads the database pool's wait queue on every request; while a threshold is
+// exceeded every request (except GET /health and /metrics) is refused at once with 503 OVERLOADED and
+// Retry-After. Under more load than the process can serve, a fast refusal
 // lets clients and load balancers go elsewhere; queueing would make every request slow until all of them time out.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
@@ -14,6 +15,10 @@ export interface OverloadOptions {
   maxEventLoopUtilization: number;
   /** V8 heap in use (bytes); 0 = not checked. */
   maxHeapUsedBytes: number;
+  /** Queries waiting for a database pool connection; 0 = not checked. */
+  maxDbWaiting: number;
+  /** Reads that queue's length now. */
+  dbWaiting: () => number;
   sampleIntervalMs: number;
   logger: Logger;
 }
@@ -23,10 +28,13 @@ export interface OverloadSample {
   eventLoopUtilization: number;
   heapUsedBytes: number;
   /** The first threshold exceeded, or null. */
-  reason: 'event_loop_delay' | 'event_loop_utilization' | 'heap' | null;
+  reason: OverloadReason | null;
 }
 
+export type OverloadReason = 'event_loop_delay' | 'event_loop_utilization' | 'heap' | 'database_queue';
+
 export interface OverloadMonitor {
+  /** A sampled threshold is exceeded, or the database queue is too long right now. */
   isOverloaded(): boolean;
   /** The figures of the last sample. */
   last(): OverloadSample;
@@ -87,8 +95,11 @@ export function createOverloadMonitor(opts: OverloadOptions): OverloadMonitor & 
   const timer = enabled ? setInterval(sample, opts.sampleIntervalMs) : undefined;
   timer?.unref();
 
+  // The pool queue moves within milliseconds, so it is read per request rather than sampled.
+  const dbQueueFull = opts.maxDbWaiting > 0 ? () => opts.dbWaiting() > opts.maxDbWaiting : () => false;
+
   return {
-    isOverloaded: () => overloaded,
+    isOverloaded: () => overloaded || dbQueueFull(),
     last: () => last,
     refused: () => refusals,
     countRefusal() {

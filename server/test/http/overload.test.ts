@@ -3,6 +3,7 @@
 // thresholds are forced, never timed: a heap threshold of 1 byte is always exceeded, and an event-loop delay
 // threshold of 1 ms is exceeded after this test blocks the (shared, in-process) event loop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDatabase, type Database } from '../../src/infra/db.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { createVerifiedUser } from '../helpers/users.js';
 
@@ -54,6 +55,25 @@ describe('overload guard', () => {
       checks: { database: 'ok', cache: 'ok', load: 'overloaded' },
     });
     expect(app.ctx.overload.refused()).toBeGreaterThanOrEqual(4);
+  });
+
+  it('refuses while more queries wait for a database connection than OVERLOAD_MAX_DB_WAITING', async () => {
+    // The real pool, with its queue length reported as the test says (a long queue cannot be built
+    // deterministically without making the test slow).
+    const real = createDatabase({ databaseUrl: env.db.url, dataDir: './data' });
+    let waiting = 0;
+    const database: Database = { ...real, waiting: () => waiting };
+    const app = await env.app({ OVERLOAD_MAX_DB_WAITING: '5' }, { overrides: { database } });
+    expect((await app.inject({ method: 'GET', url: '/notification/unread-count' })).statusCode).toBe(401);
+    waiting = 6;
+    const refused = await app.inject({ method: 'GET', url: '/notification/unread-count' });
+    expect(refused.statusCode).toBe(503);
+    expect(refused.json().code).toBe('OVERLOADED');
+    expect(refused.headers['retry-after']).toBe('2');
+    expect((await app.inject({ method: 'GET', url: '/health' })).json().checks.load).toBe('overloaded');
+    waiting = 5;
+    expect((await app.inject({ method: 'GET', url: '/notification/unread-count' })).statusCode).toBe(401);
+    expect((await app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);
   });
 
   it('trips on event-loop delay once the loop was blocked past the threshold', async () => {
