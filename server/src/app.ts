@@ -1,7 +1,6 @@
 // Composition root, in fixed order: infra → realtime → auth → features → ops. Builds one independent app per
 // call so tests can run several in one process.
 import cors from '@fastify/cors';
-import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
@@ -35,6 +34,7 @@ import {
 import { createOverloadMonitor, installOverloadGuard } from './http/overload.js';
 import { parseTrustProxy } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
+import { installSecurityHeaders } from './http/security-headers.js';
 import { createDatabase } from './infra/db.js';
 import { createEmailOutbox } from './infra/email-outbox.js';
 import { canPrettyPrint, loggerOptions } from './infra/logger.js';
@@ -256,11 +256,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   app.decorateRequest('auth', null);
 
-  await app.register(helmet, {
-    // The API serves JSON; the only HTML is the /docs reference UI, which needs inline styles and scripts.
-    contentSecurityPolicy: false,
-    crossOriginResourcePolicy: { policy: 'same-site' },
-  });
+  installSecurityHeaders(app);
   await app.register(cors, {
     origin: (origin, cb) =>
       cb(null, origin === undefined || config.CORS_ALLOWLISTED_ORIGINS.includes(origin)),
