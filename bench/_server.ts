@@ -56,7 +56,7 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-async function waitForHttp(url: string, child: ChildProcess, logFile: string, timeoutMs = 60_000) {
+async function waitForHttp(url: string, child: ChildProcess, logFile: string, timeoutMs = 180_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {

@@ -76,7 +76,7 @@ async function seed(stack: Stack, herald: ServerProcess): Promise<BenchUser> {
   await client.connect();
   try {
     await client.query(SEED_NOTIFICATIONS_SQL, [user.id, 1000]);
-    await client.query('analyze notification');
+    await client.query('vacuum analyze notification');
   } finally {
     await client.end();
   }
