@@ -34,24 +34,29 @@ export function registerHealth(app: FastifyInstance): void {
   // One check in flight at a time, its result reused for HEALTH_CACHE_MS: at thousands of polls a second every
   // poll used to cost a PostgreSQL and a store round trip. A result is at most that old; a failing database
   // turns health 503 within HEALTH_CACHE_MS (+ the check's own timeout).
-  let cached: { at: number; result: Promise<CheckResult> } | undefined;
+  let cached: { at: number; done: boolean; result: Promise<CheckResult> } | undefined;
+  let lastResult: CheckResult | undefined;
   const runChecks = async (): Promise<CheckResult> => {
     const [databaseCheck, cacheCheck] = await Promise.all([
       check(() => database.ping()),
       check(() => store.ping()),
     ]);
-    return { database: databaseCheck, cache: cacheCheck };
+    lastResult = { database: databaseCheck, cache: cacheCheck };
+    return lastResult;
   };
   const checks = (): Promise<CheckResult> => {
-    const now = performance.now();
-    if (cached && now - cached.at < config.HEALTH_CACHE_MS) return cached.result;
-    const result = runChecks();
-    cached = { at: now, result };
+    // A check in flight is shared whatever its age (it ends within the checks' own timeout).
+    if (cached && (!cached.done || performance.now() - cached.at < config.HEALTH_CACHE_MS)) {
+      return cached.result;
+    }
+    const entry = { at: 0, done: false, result: runChecks() };
+    cached = entry;
     // Age counts from when the check finished, so a slow check is not reused for less than the window.
-    void result.then(() => {
-      if (cached?.result === result) cached.at = performance.now();
+    void entry.result.then(() => {
+      entry.at = performance.now();
+      entry.done = true;
     });
-    return result;
+    return entry.result;
   };
   app.get(
     '/health',
@@ -72,9 +77,10 @@ export function registerHealth(app: FastifyInstance): void {
     },
     async (_request, reply) => {
       if (lifecycle.isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
-      const result = await checks();
       if (overload.isOverloaded()) {
-        // Tell the load balancer to send traffic elsewhere; the answer itself stays cheap (no new checks).
+        // Tell the load balancer to send traffic elsewhere, from the last result when there is one: an
+        // overloaded instance must not make the poll wait for a check.
+        const result = lastResult ?? (await checks());
         return reply
           .code(503)
           .header('retry-after', String(config.OVERLOAD_RETRY_AFTER_S))
@@ -84,6 +90,7 @@ export function registerHealth(app: FastifyInstance): void {
             checks: { ...result, load: 'overloaded' },
           });
       }
+      const result = await checks();
       if (result.database === 'error') {
         return reply.code(503).send({ status: 'error', instanceId: config.INSTANCE_ID, checks: result });
       }
