@@ -19,7 +19,7 @@ import {
   type TestCluster,
 } from '../server/test/helpers/cluster.js';
 import { parseFrame, type SseEvent } from '../server/test/helpers/sse-client.js';
-import { numberArg, ONE_ADDRESS_LIMITS, percentile, signIn } from './_lib.js';
+import { numberArg, ONE_ADDRESS_LIMITS, percentile, printTable, signIn } from './_lib.js';
 
 export const LOGGED = new Set([
   'new_notification',
@@ -661,7 +661,7 @@ export function report(opts: {
     ...opts.timings,
   };
   console.log(`\n${opts.title}`);
-  console.table(Object.entries(row).map(([figure, value]) => ({ figure, value })));
+  printTable(Object.entries(row).map(([figure, value]) => ({ figure, value })));
   if (codes.size > 0)
     console.log(`stream end codes: ${[...codes].map(([k, v]) => `${k} × ${v}`).join(', ')}`);
   if (opts.load.failures.length) console.log(`load failures (first): \n  ${opts.load.failures.join('\n  ')}`);

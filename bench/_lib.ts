@@ -1,7 +1,7 @@
-// Small helpers shared by the benchmarks (argument parsing, percentiles, server memory).
+// Small helpers shared by the benchmarks (argument parsing, percentiles, server memory, the machine's load).
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import os from 'node:os';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { CLUSTER_ORIGIN } from '../server/test/helpers/cluster.js';
 
 const argv = process.argv.slice(2);
@@ -64,8 +64,18 @@ export async function signIn(base: string, email: string, password: string): Pro
   return cookie;
 }
 
-/** The machine's load (1/5/15-minute averages, cores): benchmark numbers mean little without it. */
+/**
+ * The machine's load as printed with every table: the machine is shared (other jobs, the load generator itself),
+ * so an absolute figure means little without it; ratios measured within one run are what compare.
+ */
 export function machineLoad(): string {
-  const [one = 0, five = 0, fifteen = 0] = os.loadavg();
-  return `load average ${one.toFixed(2)} / ${five.toFixed(2)} / ${fifteen.toFixed(2)} on ${os.cpus().length} cores`;
+  const [one = 0, five = 0, fifteen = 0] = loadavg();
+  return `load average ${one.toFixed(2)} / ${five.toFixed(2)} / ${fifteen.toFixed(2)} (1 / 5 / 15 min), ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown cpu'})`;
+}
+
+/** console.table with the machine's load on the line above it (every benchmark prints its tables this way). */
+export function printTable(rows: unknown[] | Record<string, unknown>, title?: string): void {
+  if (title) console.log(title);
+  console.log(machineLoad());
+  console.table(rows);
 }

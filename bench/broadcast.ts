@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { createTestEnv } from '../server/test/helpers/app.js';
 import { createAdmin, jsonHeaders } from '../server/test/helpers/users.js';
-import { numberArg } from './_lib.js';
+import { numberArg, printTable } from './_lib.js';
 
 const USERS = numberArg('users', 10_000);
 const RUNS = numberArg('runs', 3);
@@ -59,7 +59,7 @@ async function main() {
     console.log(
       `users seeded: ${USERS} in ${Math.round(seedMs)} ms; batch size ${app.ctx.config.BROADCAST_BATCH_SIZE}`,
     );
-    console.table(rows);
+    printTable(rows);
   } finally {
     await env.close();
   }

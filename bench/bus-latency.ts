@@ -11,7 +11,7 @@ import { realtimeKeys } from '../server/src/realtime/keys.js';
 import { createRedisBus } from '../server/src/realtime/redis-bus.js';
 import { startRedisCluster } from '../server/test/helpers/redis-cluster.js';
 import { startRedisServer } from '../server/test/helpers/redis-server.js';
-import { flagArg, machineLoad, numberArg, percentile } from './_lib.js';
+import { flagArg, machineLoad, numberArg, percentile, printTable } from './_lib.js';
 
 const RATE = numberArg('rate', 1000);
 const SECONDS = numberArg('seconds', 10);
@@ -86,9 +86,9 @@ async function main(): Promise<void> {
   const busAvg = busCount > 0 ? (after.latencySumMs - statsBefore.latencySumMs) / busCount : Number.NaN;
   const f = (n: number) => n.toFixed(3);
   console.log(
-    `\nBus latency over loopback ${CLUSTER ? 'Redis Cluster (3 masters, sharded pub/sub)' : 'Redis'}, payload ~${BYTES} B; ${machineLoad()}`,
+    `\nBus latency over loopback ${CLUSTER ? 'Redis Cluster (3 masters, sharded pub/sub)' : 'Redis'}, payload ~${BYTES} B`,
   );
-  console.table([
+  printTable([
     {
       'target msg/s': RATE,
       'achieved msg/s': Math.round(sent / sendSeconds),

@@ -8,7 +8,15 @@ import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
-import { flagArg, machineLoad, numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort } from './_lib.js';
+import {
+  flagArg,
+  machineLoad,
+  numberArg,
+  ONE_ADDRESS_LIMITS,
+  percentile,
+  printTable,
+  rssOfPort,
+} from './_lib.js';
 
 const SOCKETS = numberArg('sockets', 1000);
 const RATE = numberArg('rate', 100);
@@ -232,7 +240,7 @@ async function main() {
         `${RATE} msg/s on A for ${SECONDS} s ` +
         `after ${WARMUP_SECONDS} s warm-up (${expected} messages measured)`,
     );
-    console.table(table);
+    printTable(table);
     loopDelay.disable();
     console.log(
       `bench client event-loop delay: p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms, ` +

@@ -8,7 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { CLUSTER_ORIGIN } from '../server/test/helpers/cluster.js';
 import { audit, FaultClient, finalSeqs, setupFault, sleep } from './_fault.js';
-import { numberArg, percentile } from './_lib.js';
+import { numberArg, percentile, printTable } from './_lib.js';
 
 const ROUNDS = numberArg('rounds', 100);
 const CONCURRENT = numberArg('concurrent', 20);
@@ -92,7 +92,7 @@ async function main() {
         `(${failed} failed sends) in ${(sendMs / 1000).toFixed(1)} s (${(total / (sendMs / 1000)).toFixed(0)}/s); ` +
         `final seq ${final}; latency = send start → new_notification received`,
     );
-    console.table(rows);
+    printTable(rows);
     for (const a of audits
       .filter((x) => x.missing.length || x.duplicated || x.client.outOfOrder)
       .slice(0, 2)) {

@@ -5,7 +5,7 @@
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
-import { numberArg, ONE_ADDRESS_LIMITS } from './_lib.js';
+import { numberArg, ONE_ADDRESS_LIMITS, printTable } from './_lib.js';
 
 const duration = numberArg('duration', 10);
 const connections = numberArg('connections', 100);
@@ -66,7 +66,7 @@ async function main() {
       }),
     ];
     console.log(`\n${connections} connections, ${duration} s per path, one server process (2-core machine)`);
-    console.table(rows);
+    printTable(rows);
   } finally {
     await cluster.close();
   }

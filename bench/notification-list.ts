@@ -2,11 +2,14 @@
 // a user signed up through the real endpoints, 1,000 rows for them plus 50 other users × 1,000 rows so the
 // table is not trivially small. Each path runs sequentially (latency) and with 20 requests in flight
 // (throughput), over loopback HTTP. Usage: npx tsx bench/notification-list.ts [--requests 300] [--concurrency 20]
+// [--explain] (prints EXPLAIN ANALYZE of the list statement, page 1 and page 40, first) [--vacuum] (VACUUM the
+// table after seeding, as autovacuum would in steady state: the visibility map then allows index-only counts)
 import { sql } from 'drizzle-orm';
+import { rowsOf } from '../server/src/infra/db.js';
 import { NOTIFICATION_TYPES } from '../server/src/notifications/schemas.js';
 import { createTestEnv } from '../server/test/helpers/app.js';
 import { createVerifiedUser } from '../server/test/helpers/users.js';
-import { numberArg } from './_lib.js';
+import { flagArg, numberArg, printTable } from './_lib.js';
 
 const REQUESTS = numberArg('requests', 300);
 const CONCURRENCY = numberArg('concurrency', 20);
@@ -18,7 +21,8 @@ const pct = (sorted: number[], p: number) =>
 const r1 = (n: number) => Math.round(n * 10) / 10;
 
 async function main() {
-  const env = await createTestEnv({ LOG_LEVEL: 'silent' });
+  // No statement timeout: seeding 51,000 rows (trigram indexes included) can take longer on a busy machine.
+  const env = await createTestEnv({ LOG_LEVEL: 'silent', DATABASE_STATEMENT_TIMEOUT_MS: '0' });
   try {
     const app = await env.app();
     const u = await createVerifiedUser(app, env.smtp);
@@ -35,7 +39,24 @@ async function main() {
              g % 3 = 0, now() - (g || ' minutes')::interval, now() - (g || ' minutes')::interval
       from (select ${u.id}::text as uid union all select 'other-' || x from generate_series(1, ${OTHER_USERS}::int) x) users
       cross join generate_series(1, ${PER_USER}::int) g`);
-    await app.ctx.database.db.execute(sql`analyze notification`);
+    await app.ctx.database.db.execute(
+      flagArg('vacuum') ? sql`vacuum analyze notification` : sql`analyze notification`,
+    );
+    if (flagArg('explain')) {
+      for (const offset of [0, 780]) {
+        // The statement repository.list runs (page and count in one), for the measured user.
+        const plan = await app.ctx.database.db.execute(sql`
+          explain (analyze, buffers, costs off)
+          select c.total, p.* from (select count(*)::int as total from notification where user_id = ${u.id}) c
+          left join lateral (
+            select id, user_id, type, title, content, metadata, read, created_at, updated_at from notification
+            where user_id = ${u.id} order by created_at desc, id desc limit 20 offset ${offset}
+          ) p on true
+          order by p.created_at desc, p.id desc`);
+        console.log(`\nEXPLAIN ANALYZE list, limit 20 offset ${offset}:`);
+        for (const row of rowsOf<Record<string, string>>(plan)) console.log(Object.values(row)[0]);
+      }
+    }
     const url = await app.listen({ port: 0, host: '127.0.0.1' });
     const headers = { cookie: u.cookie };
     const paths: Array<[string, string]> = [
@@ -83,7 +104,7 @@ async function main() {
     console.log(
       `${PER_USER} notifications for the measured user, ${OTHER_USERS * PER_USER} for ${OTHER_USERS} others; ${REQUESTS} requests per mode`,
     );
-    console.table(rows);
+    printTable(rows);
   } finally {
     await env.close();
   }

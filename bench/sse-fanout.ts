@@ -15,6 +15,7 @@ import {
   numberArg,
   ONE_ADDRESS_LIMITS,
   percentile,
+  printTable,
   rssOfPort,
   signIn,
 } from './_lib.js';
@@ -254,7 +255,7 @@ async function main() {
         `(targetCount ${sendBody.targetCount}, createdCount ${sendBody.createdCount}); ` +
         `latency = send start → new_notification received`,
     );
-    console.table(rows);
+    printTable(rows);
     const kib = (i: number, n: number) => (((rssAfter[i] ?? 0) - (rssBefore[i] ?? 0)) / n).toFixed(1);
     console.log(
       `server RSS before/after streams: A ${rssBefore[0]}→${rssAfter[0]} KiB (${kib(0, onA)} KiB/stream), ` +

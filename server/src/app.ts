@@ -1,7 +1,6 @@
 // Composition root, in fixed order: infra → realtime → auth → features → ops. Builds one independent app per
 // call so tests can run several in one process.
 import cors from '@fastify/cors';
-import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
@@ -32,8 +31,10 @@ import {
   type OpenApiDocument,
   securitySchemes,
 } from './http/openapi.js';
+import { createOverloadMonitor, installOverloadGuard } from './http/overload.js';
 import { parseTrustProxy } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
+import { installSecurityHeaders } from './http/security-headers.js';
 import { createDatabase } from './infra/db.js';
 import { createEmailOutbox } from './infra/email-outbox.js';
 import { canPrettyPrint, loggerOptions } from './infra/logger.js';
@@ -58,6 +59,21 @@ export interface BuildOptions {
 }
 
 export type App = FastifyInstance;
+
+/** GET paths polled by clients and load balancers; their access log is off unless ACCESS_LOG_POLLED_ROUTES. */
+const POLLED_READS = new Set([
+  '/health',
+  '/notification/unread-count',
+  '/notification/counts',
+  '/notification/list',
+]);
+
+function isPolledRead(request: { method?: string; url?: string }): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+  const url = request.url ?? '';
+  const q = url.indexOf('?');
+  return POLLED_READS.has(q < 0 ? url : url.slice(0, q));
+}
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
   const app = Fastify({
@@ -84,7 +100,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     trustProxy: parseTrustProxy(config.TRUST_PROXY),
     genReqId: () => crypto.randomUUID(),
     requestIdHeader: false,
-    logController: new LogController({ disableRequestLogging: config.NODE_ENV === 'test' }),
+    logController: new LogController({
+      disableRequestLogging:
+        config.NODE_ENV === 'test'
+          ? true
+          : config.ACCESS_LOG_POLLED_ROUTES
+            ? false
+            : (request: { method?: string; url?: string }) => isPolledRead(request),
+    }),
     return503OnClosing: false,
     forceCloseConnections: true,
     frameworkErrors: frameworkErrorHandler,
@@ -93,6 +116,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  const overload = createOverloadMonitor({
+    maxEventLoopDelayMs: config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+    maxEventLoopUtilization: config.OVERLOAD_MAX_EVENT_LOOP_UTILIZATION_PCT / 100,
+    maxHeapUsedBytes: config.OVERLOAD_MAX_HEAP_USED_BYTES,
+    maxDbWaiting: config.OVERLOAD_MAX_DB_WAITING,
+    dbWaiting: () => database.waiting?.() ?? 0,
+    sampleIntervalMs: config.OVERLOAD_SAMPLE_INTERVAL_MS,
+    logger: app.log,
+  });
+  app.addHook('onClose', async () => overload.close());
+  // Right after the request id: a refused request costs nothing else.
+  installOverloadGuard(app, overload, config.OVERLOAD_RETRY_AFTER_S);
   installCachePolicy(app);
   installNulGuard(app);
   // The same origins better-auth trusts: the allowlist, the front end, and the API itself (bundled web app).
@@ -218,14 +253,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     revocation,
     lifecycle,
     metrics,
+    overload,
   });
   app.decorateRequest('auth', null);
 
-  await app.register(helmet, {
-    // The API serves JSON; the only HTML is the /docs reference UI, which needs inline styles and scripts.
-    contentSecurityPolicy: false,
-    crossOriginResourcePolicy: { policy: 'same-site' },
-  });
+  installSecurityHeaders(app);
   await app.register(cors, {
     origin: (origin, cb) =>
       cb(null, origin === undefined || config.CORS_ALLOWLISTED_ORIGINS.includes(origin)),

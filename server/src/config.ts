@@ -238,6 +238,25 @@ export const EnvSchema = z.object({
   // Stream opens allowed per user (and per client IP) and window on one instance; more → 429 RATE_LIMITED.
   SSE_OPEN_RATE_LIMIT: int(30, 1),
   SSE_OPEN_RATE_WINDOW_MS: int(60_000, 100),
+  // GET /health reuses its database and store check results for this long (load balancers poll it; 0 = check
+  // on every request). Shutdown and overload are reported at once whatever this says.
+  HEALTH_CACHE_MS: int(1_000, 0, 60_000),
+  // The access log ("incoming request" / "request completed" at info) of the polled read routes (GET /health,
+  // /notification/unread-count, /notification/counts, /notification/list); off by default: they are the bulk of
+  // the traffic and each line costs a write. Errors on them are logged either way.
+  ACCESS_LOG_POLLED_ROUTES: bool(false),
+  // Overload protection (http/overload.ts): beyond these, requests are refused at once with 503 OVERLOADED and
+  // Retry-After instead of queueing until they time out. 0 turns a threshold off.
+  // Mean event-loop delay over the last sample interval (beyond the timer's own resolution).
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: int(1_000, 0, 60_000),
+  // Event-loop utilisation over the last sample interval, in percent (100 = never idle).
+  OVERLOAD_MAX_EVENT_LOOP_UTILIZATION_PCT: int(0, 0, 100),
+  OVERLOAD_MAX_HEAP_USED_BYTES: int(0, 0),
+  // Queries waiting for one of the instance's PostgreSQL pool connections (10): past this, new requests are
+  // refused instead of joining a queue that ends in the pool's 5 s connect timeout (a 500).
+  OVERLOAD_MAX_DB_WAITING: int(200, 0),
+  OVERLOAD_SAMPLE_INTERVAL_MS: int(500, 10, 3_600_000),
+  OVERLOAD_RETRY_AFTER_S: int(2, 1, 3_600),
 });
 
 export type Env = z.input<typeof EnvSchema>;

@@ -4,6 +4,7 @@ import type { Auth } from './auth/auth.js';
 import type { SessionResolver } from './auth/guard.js';
 import type { Revocation } from './auth/revocation.js';
 import type { Config } from './config.js';
+import type { OverloadMonitor } from './http/overload.js';
 import type { Database } from './infra/db.js';
 import type { EmailOutbox } from './infra/email-outbox.js';
 import type { Logger } from './infra/logger.js';
@@ -32,6 +33,8 @@ export interface AppContext {
   lifecycle: Lifecycle;
   /** This app's Prometheus registry and the histograms the hot paths observe into (ops/prometheus.ts). */
   metrics: HeraldMetrics;
+  /** Overload protection (http/overload.ts): health reports it, the guard refuses requests while it holds. */
+  overload: OverloadMonitor;
 }
 
 declare module 'fastify' {

@@ -44,10 +44,11 @@ export function installNulGuard(app: FastifyInstance): void {
       done(null, parsed);
     });
   });
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     // %00 decodes to NUL in params and query values; a raw NUL cannot appear in a valid request line.
     if (/%00/i.test(request.url)) {
-      throw validationError([{ path: 'url', message: 'must not contain NUL characters' }]);
+      return done(validationError([{ path: 'url', message: 'must not contain NUL characters' }]));
     }
+    done();
   });
 }

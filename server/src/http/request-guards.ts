@@ -19,17 +19,15 @@ export function installRequestGuards(app: FastifyInstance, opts: { allowedOrigin
   // form parser it needs for OAuth callbacks in its own scope.
   app.removeContentTypeParser('text/plain');
 
-  app.addHook('onRequest', async (request) => {
-    if (!MUTATING.has(request.method) || isAuthRoute(request.url)) return;
+  // A callback hook: reads (every GET) pass without a promise and a microtask.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (!MUTATING.has(request.method) || isAuthRoute(request.url)) return done();
     const cookie = request.headers.cookie;
-    if (!cookie || !SESSION_COOKIE.test(cookie)) return;
+    if (!cookie || !SESSION_COOKIE.test(cookie)) return done();
     const origin = request.headers.origin;
-    if (origin !== undefined) {
-      if (!allowed.has(origin)) throw crossSite();
-      return;
-    }
+    if (origin !== undefined) return done(allowed.has(origin) ? undefined : crossSite());
     // Browsers that omit Origin still say where the request came from.
-    if (request.headers['sec-fetch-site'] === 'cross-site') throw crossSite();
+    done(request.headers['sec-fetch-site'] === 'cross-site' ? crossSite() : undefined);
   });
 }
 

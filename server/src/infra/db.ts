@@ -24,6 +24,8 @@ export interface Database {
   kind: 'postgres' | 'pglite';
   migrate(): Promise<void>;
   ping(): Promise<void>;
+  /** Queries waiting for a pool connection right now (0 for the embedded database, which has no pool). */
+  waiting?(): number;
   close(): Promise<void>;
 }
 
@@ -85,6 +87,7 @@ function createPostgres(url: string, poolSize: number, statementTimeoutMs: numbe
     async ping() {
       await db.execute(sql`select 1`);
     },
+    waiting: () => pool.waitingCount,
     async close() {
       await pool.end();
     },

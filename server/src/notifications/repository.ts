@@ -226,16 +226,21 @@ export function createNotificationRepository(db: Db) {
       // Raw SQL: ILIKE … ESCAPE and the seq-free column list have no builder form.
       const cond = sql.join(where, sql` and `);
       const offset = (q.page - 1) * q.limit;
-      // NB: `seq` is selected as text (int8 precision), so ORDER BY must name notification.seq explicitly.
-      // Page and count run side by side on separate pool connections; both use the (user_id, created_at, id)
-      // indexes (the partial one for unread), so neither walks more than the user's matching rows.
-      const [rows, count] = await Promise.all([
-        exec<NotificationRow>(
-          sql`select ${COLUMNS} from notification where ${cond} order by created_at desc, id desc limit ${q.limit} offset ${offset}`,
-        ),
-        exec<{ n: number }>(sql`select count(*)::int as n from notification where ${cond}`),
-      ]);
-      return { rows: rows.map(toNotification), totalCount: Number(count[0]?.n ?? 0) };
+      // Page and count in ONE statement (one pool connection, one round trip: under load the second round trip
+      // and pool checkout cost more than the count itself). Both parts use the (user_id, created_at desc, id desc)
+      // indexes (the partial one for unread); the count reads only the user's matching index entries. The count
+      // row is always there, so a page past the end still reports the total (its page columns are null).
+      const rows = await exec<Partial<NotificationRow> & { total: number }>(
+        sql`select c.total, p.* from (select count(*)::int as total from notification where ${cond}) c
+            left join lateral (
+              select ${COLUMNS} from notification where ${cond}
+              order by created_at desc, id desc limit ${q.limit} offset ${offset}
+            ) p on true
+            order by p.created_at desc, p.id desc`,
+      );
+      const totalCount = Number(rows[0]?.total ?? 0);
+      const page = rows.filter((r): r is NotificationRow & { total: number } => r.id != null);
+      return { rows: page.map(toNotification), totalCount };
     },
 
     async counts(userId: string): Promise<Counts> {

@@ -163,7 +163,7 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
 
 /** Records every HTTP request by its route template (never the raw URL: ids would explode the label set). */
 export function installHttpMetrics(app: FastifyInstance, metrics: HeraldMetrics): void {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.httpDuration.observe(
       {
         route: request.routeOptions.url ?? 'unmatched',
@@ -172,5 +172,6 @@ export function installHttpMetrics(app: FastifyInstance, metrics: HeraldMetrics)
       },
       reply.elapsedTime / 1000,
     );
+    done();
   });
 }

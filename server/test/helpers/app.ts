@@ -38,6 +38,8 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     SMTP_PORT: String(smtp.port),
     // Tests sign in many users from one address; rate-limit tests lower this explicitly.
     AUTH_RATE_LIMIT_MAX: '10000',
+    // The suite runs on a shared, loaded machine: only the overload tests turn the guard on.
+    OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
     ...env,
   };
   const apps: App[] = [];

@@ -1,7 +1,7 @@
 // GET /health shapes (docs/api.md#operations): 200 ok, 503 { status: "error", … } without the database, 503
-// { status: "shutting_down" } during shutdown; no auth. Also: the test-only /__test routes exist only under
-// NODE_ENV=test.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// { status: "shutting_down" } during shutdown; no auth; check results reused for HEALTH_CACHE_MS. Also: the
+// test-only /__test routes exist only under NODE_ENV=test.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDatabase, type Database } from '../../src/infra/db.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { jsonHeaders } from '../helpers/users.js';
@@ -20,7 +20,11 @@ describe('GET /health', () => {
       ...real,
       ping: () => (down ? Promise.reject(new Error('connect ECONNREFUSED 10.0.0.1:5432')) : real.ping()),
     };
-    const app = await env.app({}, { overrides: { database } });
+    // Every request checks again (no reuse of the last result).
+    const app = await env.app({ HEALTH_CACHE_MS: '0' }, { overrides: { database } });
+    // On a loaded machine the bus may still be subscribing after start-up's 2 s budget (health then says
+    // `degraded`, rightly); this test is about the database check, so it starts once the bus is up.
+    await vi.waitFor(() => expect(app.ctx.realtime.bus.isDegraded()).toBe(false), { timeout: 15_000 });
     const ok = await app.inject({ method: 'GET', url: '/health' });
     expect(ok.statusCode).toBe(200);
     expect(ok.json()).toEqual({
@@ -39,6 +43,29 @@ describe('GET /health', () => {
     expect(bad.body).not.toContain('ECONNREFUSED');
     down = false;
     expect((await app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);
+  });
+
+  it('reuses the check result within HEALTH_CACHE_MS, but reports a shutdown at once', async () => {
+    const real = createDatabase({ databaseUrl: env.db.url, dataDir: './data' });
+    let pings = 0;
+    const database: Database = {
+      ...real,
+      ping: () => {
+        pings++;
+        return real.ping();
+      },
+    };
+    const app = await env.app({ HEALTH_CACHE_MS: '60000' }, { overrides: { database } });
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => app.inject({ method: 'GET', url: '/health' })),
+    );
+    expect(results.map((r) => r.statusCode)).toEqual([200, 200, 200, 200, 200]);
+    expect((await app.inject({ method: 'GET', url: '/health' })).json().status).toBe('ok');
+    expect(pings).toBe(1);
+    app.ctx.lifecycle.beginShutdown();
+    const res = await app.inject({ method: 'GET', url: '/health' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({ status: 'shutting_down' });
   });
 
   it('answers 503 { status: "shutting_down" } once shutdown began', async () => {

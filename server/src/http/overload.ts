@@ -1,0 +1,134 @@
+// Owns overload protection: a monitor samples the event-loop delay, event-loop utilisation and heap use every
+// OVERLOAD_SAMPLE_INTERVAL_MS, and reads the database pool's wait queue on every request; while a threshold is
+// exceeded every request (except GET /health and /metrics) is refused at once with 503 OVERLOADED and
+// Retry-After. Under more load than the process can serve, a fast refusal
+// lets clients and load balancers go elsewhere; queueing would make every request slow until all of them time out.
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from '../infra/logger.js';
+import { AppError } from './errors.js';
+
+export interface OverloadOptions {
+  /** Mean event-loop delay (ms, beyond the timer resolution) over a sample interval; 0 = not checked. */
+  maxEventLoopDelayMs: number;
+  /** Event-loop utilisation over a sample interval, 0–1; 0 = not checked. */
+  maxEventLoopUtilization: number;
+  /** V8 heap in use (bytes); 0 = not checked. */
+  maxHeapUsedBytes: number;
+  /** Queries waiting for a database pool connection; 0 = not checked. */
+  maxDbWaiting: number;
+  /** Reads that queue's length now. */
+  dbWaiting: () => number;
+  sampleIntervalMs: number;
+  logger: Logger;
+}
+
+export interface OverloadSample {
+  eventLoopDelayMs: number;
+  eventLoopUtilization: number;
+  heapUsedBytes: number;
+  /** The first threshold exceeded, or null. */
+  reason: OverloadReason | null;
+}
+
+export type OverloadReason = 'event_loop_delay' | 'event_loop_utilization' | 'heap' | 'database_queue';
+
+export interface OverloadMonitor {
+  /** A sampled threshold is exceeded, or the database queue is too long right now. */
+  isOverloaded(): boolean;
+  /** The figures of the last sample. */
+  last(): OverloadSample;
+  /** Requests refused since start. */
+  refused(): number;
+  /** Takes a sample now (the timer does this every interval). */
+  sample(): OverloadSample;
+  close(): void;
+}
+
+const RESOLUTION_MS = 10;
+
+export function createOverloadMonitor(opts: OverloadOptions): OverloadMonitor & { countRefusal(): void } {
+  const enabled =
+    opts.maxEventLoopDelayMs > 0 || opts.maxEventLoopUtilization > 0 || opts.maxHeapUsedBytes > 0;
+  let histogram: ReturnType<typeof monitorEventLoopDelay> | undefined;
+  if (opts.maxEventLoopDelayMs > 0) {
+    histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+    histogram.enable();
+  }
+  let elu = performance.eventLoopUtilization();
+  let overloaded = false;
+  let refusals = 0;
+  let last: OverloadSample = { eventLoopDelayMs: 0, eventLoopUtilization: 0, heapUsedBytes: 0, reason: null };
+
+  const sample = (): OverloadSample => {
+    // The histogram's timer fires every RESOLUTION_MS; what it measures beyond that is the loop's delay.
+    const delayMs = histogram && histogram.count > 0 ? Math.max(0, histogram.mean / 1e6 - RESOLUTION_MS) : 0;
+    histogram?.reset();
+    const now = performance.eventLoopUtilization();
+    const utilization = performance.eventLoopUtilization(now, elu).utilization;
+    elu = now;
+    const heapUsed = opts.maxHeapUsedBytes > 0 ? process.memoryUsage().heapUsed : 0;
+    const reason =
+      opts.maxEventLoopDelayMs > 0 && delayMs > opts.maxEventLoopDelayMs
+        ? 'event_loop_delay'
+        : opts.maxEventLoopUtilization > 0 && utilization > opts.maxEventLoopUtilization
+          ? 'event_loop_utilization'
+          : opts.maxHeapUsedBytes > 0 && heapUsed > opts.maxHeapUsedBytes
+            ? 'heap'
+            : null;
+    last = { eventLoopDelayMs: delayMs, eventLoopUtilization: utilization, heapUsedBytes: heapUsed, reason };
+    const next = reason !== null;
+    if (next !== overloaded) {
+      overloaded = next;
+      if (next) {
+        opts.logger.warn(
+          { reason, eventLoopDelayMs: Math.round(delayMs), eventLoopUtilization: utilization, heapUsed },
+          'overloaded: refusing requests with 503 until the load drops',
+        );
+      } else {
+        opts.logger.warn({ refused: refusals }, 'load back under the thresholds: serving again');
+      }
+    }
+    return last;
+  };
+
+  const timer = enabled ? setInterval(sample, opts.sampleIntervalMs) : undefined;
+  timer?.unref();
+
+  // The pool queue moves within milliseconds, so it is read per request rather than sampled.
+  const dbQueueFull = opts.maxDbWaiting > 0 ? () => opts.dbWaiting() > opts.maxDbWaiting : () => false;
+
+  return {
+    isOverloaded: () => overloaded || dbQueueFull(),
+    last: () => last,
+    refused: () => refusals,
+    countRefusal() {
+      refusals++;
+    },
+    sample,
+    close() {
+      if (timer) clearInterval(timer);
+      histogram?.disable();
+    },
+  };
+}
+
+/** Routes that must stay answerable under overload: health reports it, metrics show it. */
+const EXEMPT = new Set(['/health', '/metrics']);
+
+/** The first onRequest hook: refuses before any other work (session lookup, parsing, logging) is spent. */
+export function installOverloadGuard(
+  app: FastifyInstance,
+  monitor: OverloadMonitor & { countRefusal(): void },
+  retryAfterS: number,
+): void {
+  const headers = { 'retry-after': String(retryAfterS) };
+  // A callback hook: the common case (not overloaded) costs no promise and no microtask.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (!monitor.isOverloaded()) return done();
+    const q = request.url.indexOf('?');
+    if (EXEMPT.has(q < 0 ? request.url : request.url.slice(0, q))) return done();
+    monitor.countRefusal();
+    done(new AppError(503, 'OVERLOADED', 'The server is overloaded; retry shortly', undefined, headers));
+  });
+}
