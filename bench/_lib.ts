@@ -1,6 +1,7 @@
 // Small helpers shared by the benchmarks (argument parsing, percentiles, server memory).
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import { CLUSTER_ORIGIN } from '../server/test/helpers/cluster.js';
 
 const argv = process.argv.slice(2);
@@ -10,6 +11,21 @@ export function numberArg(name: string, fallback: number): number {
   const i = argv.indexOf(`--${name}`);
   const value = i >= 0 ? Number(argv[i + 1]) : Number.NaN;
   return Number.isFinite(value) ? value : fallback;
+}
+
+/** `--name <text>` from the command line, or the fallback. */
+export function stringArg(name: string, fallback: string): string {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? (argv[i + 1] ?? fallback) : fallback;
+}
+
+/**
+ * The machine's load average (1/5/15 min) and core count, printed with every table: benchmarks share the
+ * machine, and a figure means little without the load it was taken under.
+ */
+export function machineLoad(): string {
+  const [one = 0, five = 0, fifteen = 0] = os.loadavg();
+  return `load ${one.toFixed(2)} / ${five.toFixed(2)} / ${fifteen.toFixed(2)} on ${os.cpus().length} cores`;
 }
 
 /** `--name` present on the command line. */

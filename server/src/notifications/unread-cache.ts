@@ -24,11 +24,18 @@ if v == ARGV[1] then
 end
 return 0`;
 
+// Bumps every key it is given: a broadcast batch invalidates its users in one script call instead of one per
+// user (docs/architecture.md "Broadcast at scale").
 const BUMP = `
-redis.call('HINCRBY', KEYS[1], 'v', 1)
-redis.call('HDEL', KEYS[1], 'c')
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1`;
+for _, key in ipairs(KEYS) do
+  redis.call('HINCRBY', key, 'v', 1)
+  redis.call('HDEL', key, 'c')
+  redis.call('PEXPIRE', key, ARGV[1])
+end
+return #KEYS`;
+
+// Keys per script call: bounded so one call never blocks Redis for long.
+const BUMP_CHUNK = 1_000;
 
 export function createUnreadCache(deps: {
   store: Store;
@@ -56,10 +63,13 @@ function createRedisUnreadCache(
 
   const bump = async (userIds: string[]) => {
     const pipeline = redis.pipeline();
-    for (const id of userIds) pipeline.eval(BUMP, 1, key(id), String(KEY_TTL_MS));
+    for (let i = 0; i < userIds.length; i += BUMP_CHUNK) {
+      const keys = userIds.slice(i, i + BUMP_CHUNK).map(key);
+      pipeline.eval(BUMP, keys.length, ...keys, String(KEY_TTL_MS));
+    }
     const results = (await pipeline.exec()) ?? [];
-    const failed = userIds.filter((_, i) => results[i]?.[0]);
-    if (failed.length > 0) throw new Error(`unread cache bump failed for ${failed.length} users`);
+    const failed = results.filter((r) => r[0]).length;
+    if (failed > 0) throw new Error(`unread cache bump failed for ${failed} of ${results.length} key groups`);
   };
 
   const scheduleRetry = () => {
