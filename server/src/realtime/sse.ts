@@ -123,8 +123,12 @@ class RawSseConnection implements SseConnection {
   }
 
   onClose(handler: () => void): void {
-    if (this.#closed) handler();
-    else (this.#handlers ??= []).push(handler);
+    if (this.#closed) {
+      handler();
+      return;
+    }
+    this.#handlers ??= [];
+    this.#handlers.push(handler);
   }
 
   #finish(): void {
