@@ -61,6 +61,17 @@ export const ONE_ADDRESS_LIMITS: Record<string, string> = {
   SSE_OPEN_RATE_LIMIT: '1000000',
 };
 
+/**
+ * The production liveness timings (config.ts defaults). The cluster harness shrinks them for tests (an instance
+ * is dead after 3 s without a heartbeat); on a saturated machine a scale benchmark would then watch instances
+ * declare each other dead mid-run instead of measuring fan-out.
+ */
+export const PRODUCTION_LIVENESS: Record<string, string> = {
+  HEARTBEAT_INTERVAL_MS: '10000',
+  REGISTRY_TTL_MS: '30000',
+  DEAD_INSTANCE_MS: '45000',
+};
+
 /** Signs in through the real endpoint and returns the Cookie header value of the session. */
 export async function signIn(base: string, email: string, password: string): Promise<string> {
   const res = await fetch(`${base}/auth/sign-in/email`, {

@@ -8,7 +8,15 @@ import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
-import { flagArg, machineLoad, numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort } from './_lib.js';
+import {
+  flagArg,
+  machineLoad,
+  numberArg,
+  ONE_ADDRESS_LIMITS,
+  PRODUCTION_LIVENESS,
+  percentile,
+  rssOfPort,
+} from './_lib.js';
 
 const SOCKETS = numberArg('sockets', 1000);
 const RATE = numberArg('rate', 100);
@@ -122,6 +130,7 @@ async function main() {
     instances: INSTANCES,
     env: {
       ...ONE_ADDRESS_LIMITS,
+      ...PRODUCTION_LIVENESS,
       LOG_LEVEL: 'warn',
       CHAT_THROTTLE_LIMIT: '1000000',
       CHAT_FRAME_LIMIT: '1000000',

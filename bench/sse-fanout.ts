@@ -11,7 +11,15 @@ import http from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
-import { machineLoad, numberArg, ONE_ADDRESS_LIMITS, percentile, rssOfPort, signIn } from './_lib.js';
+import {
+  machineLoad,
+  numberArg,
+  ONE_ADDRESS_LIMITS,
+  PRODUCTION_LIVENESS,
+  percentile,
+  rssOfPort,
+  signIn,
+} from './_lib.js';
 
 const USERS = numberArg('users', 5000);
 const PER_USER = Math.max(1, Math.min(10, numberArg('streams-per-user', 1)));
@@ -121,6 +129,7 @@ async function main() {
     instances: 2,
     env: {
       ...ONE_ADDRESS_LIMITS,
+      ...PRODUCTION_LIVENESS,
       LOG_LEVEL: 'warn',
       AUTH_RATE_LIMIT_MAX: '100000000',
       // The harness shrinks keep-alives to 1 s for tests; use the production default so N streams do not
