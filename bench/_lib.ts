@@ -13,6 +13,12 @@ export function numberArg(name: string, fallback: number): number {
   return Number.isFinite(value) ? value : fallback;
 }
 
+/** `--name <text>` from the command line, or the fallback. */
+export function stringArg(name: string, fallback: string): string {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? (argv[i + 1] ?? fallback) : fallback;
+}
+
 /** `--name` present on the command line. */
 export function flagArg(name: string): boolean {
   return argv.includes(`--${name}`);
@@ -44,6 +50,17 @@ export const ONE_ADDRESS_LIMITS: Record<string, string> = {
   HTTP_MAX_CONNECTIONS_PER_IP: '0',
   SSE_MAX_STREAMS_PER_IP: '1000000',
   SSE_OPEN_RATE_LIMIT: '1000000',
+};
+
+/**
+ * The production liveness timings (config.ts defaults). The cluster harness shrinks them for tests (an instance
+ * is dead after 3 s without a heartbeat); on a saturated machine a scale benchmark would then watch instances
+ * declare each other dead mid-run instead of measuring fan-out.
+ */
+export const PRODUCTION_LIVENESS: Record<string, string> = {
+  HEARTBEAT_INTERVAL_MS: '10000',
+  REGISTRY_TTL_MS: '30000',
+  DEAD_INSTANCE_MS: '45000',
 };
 
 /** Signs in through the real endpoint and returns the Cookie header value of the session. */

@@ -1,34 +1,73 @@
 // Admin broadcast to every user: seeds N users (default 10,000) with one multi-row insert, then times
 // POST /admin/notifications/send { scope: "all" } over loopback HTTP against a real app (PostgreSQL + Redis).
 // Two variants: default delivery (sse → email: offline users get an email queued in the outbox) and sse only.
-// Usage: npx tsx bench/broadcast.ts [--users 10000] [--runs 3]   (or: npm run bench -- broadcast)
+// `--breakdown` runs the server at debug level and sums its per-batch timing lines (insert, unread cache,
+// bus publish, each delivery strategy) so the table says where the time goes.
+// Usage: npx tsx bench/broadcast.ts [--users 10000] [--runs 3] [--breakdown] [--only default|sse]
+//        (or: npm run bench -- broadcast …)
 import { sql } from 'drizzle-orm';
 import { createTestEnv } from '../server/test/helpers/app.js';
 import { createAdmin, jsonHeaders } from '../server/test/helpers/users.js';
-import { numberArg, printTable } from './_lib.js';
+import { flagArg, machineLoad, numberArg, printTable, stringArg } from './_lib.js';
 
 const USERS = numberArg('users', 10_000);
 const RUNS = numberArg('runs', 3);
+const BREAKDOWN = flagArg('breakdown');
+const ONLY = stringArg('only', '');
+
+/** Per-batch timings the service logs at debug level ('notification batch created'). */
+interface BatchLine {
+  msg?: string;
+  users?: number;
+  insertMs?: number;
+  unreadCacheMs?: number;
+  publishMs?: number;
+  deliveryMs?: Record<string, number>;
+}
 
 async function main() {
   const env = await createTestEnv({ LOG_LEVEL: 'silent' });
+  const sums = new Map<string, number>();
+  let batches = 0;
+  const add = (k: string, v: number | undefined) => sums.set(k, (sums.get(k) ?? 0) + (v ?? 0));
+  const logStream = {
+    write(line: string) {
+      if (!line.includes('notification batch created')) return;
+      const l = JSON.parse(line) as BatchLine;
+      batches++;
+      add('insert (notifications + cursors + event log)', l.insertMs);
+      add('unread cache invalidation', l.unreadCacheMs);
+      add('bus publish', l.publishMs);
+      for (const [name, ms] of Object.entries(l.deliveryMs ?? {})) add(`delivery: ${name}`, ms);
+    },
+  };
   try {
     // Admin signs up through the real endpoints (needs the SMTP capture); the measured instance has no SMTP so
     // queued emails are not sent during the measurement (the outbox insert is still part of the request).
     const setup = await env.app();
     const admin = await createAdmin(setup, env.smtp);
-    const app = await env.app({ SMTP_HOST: '', EMAIL_QUEUE_POLL_MS: '3600000' });
+    const app = await env.app(
+      { SMTP_HOST: '', EMAIL_QUEUE_POLL_MS: '3600000', ...(BREAKDOWN ? { LOG_LEVEL: 'debug' } : {}) },
+      BREAKDOWN ? { logStream } : {},
+    );
     await setup.close();
     const t0 = performance.now();
     await app.ctx.database.db.execute(sql`
       insert into "user" (id, name, email, email_verified, created_at, updated_at)
-      select 'bench-' || lpad(g::text, 6, '0'), 'Bench ' || g, 'bench' || g || '@example.test', true, now(), now()
+      select 'bench-' || lpad(g::text, 7, '0'), 'Bench ' || g, 'bench' || g || '@example.test', true, now(), now()
       from generate_series(1, ${USERS}::int) g`);
+    await app.ctx.database.db.execute(sql`analyze "user"`);
     const seedMs = performance.now() - t0;
     const url = await app.listen({ port: 0, host: '127.0.0.1' });
     const rows: Array<Record<string, string | number>> = [];
-    for (const strategies of [undefined, ['sse']] as const) {
+    const variants = ([undefined, ['sse']] as const).filter(
+      (s) => !ONLY || (ONLY === 'sse' ? s !== undefined : s === undefined),
+    );
+    for (const strategies of variants) {
       for (let run = 1; run <= RUNS; run++) {
+        sums.clear();
+        batches = 0;
+        const loadBefore = machineLoad();
         const start = performance.now();
         const res = await fetch(`${url}/admin/notifications/send`, {
           method: 'POST',
@@ -53,11 +92,23 @@ async function main() {
           createdCount: body.createdCount,
           'total ms': Math.round(ms),
           'per 1k users ms': Math.round((ms / body.targetCount) * 1000),
+          'load before → after': `${loadBefore} → ${machineLoad()}`,
         });
+        if (BREAKDOWN) {
+          const parts = [...sums].map(([part, total]) => ({
+            part,
+            'total ms': Math.round(total),
+            'per batch ms': (total / Math.max(1, batches)).toFixed(1),
+            'share of request': `${((total / ms) * 100).toFixed(0)} %`,
+          }));
+          console.log(`\nrun ${run} (${rows.at(-1)?.delivery}): ${batches} batches, ${Math.round(ms)} ms`);
+          console.table(parts);
+        }
       }
     }
     console.log(
-      `users seeded: ${USERS} in ${Math.round(seedMs)} ms; batch size ${app.ctx.config.BROADCAST_BATCH_SIZE}`,
+      `\nusers seeded: ${USERS} in ${Math.round(seedMs)} ms; batch size ${app.ctx.config.BROADCAST_BATCH_SIZE}; ` +
+        `machine: ${machineLoad()}`,
     );
     printTable(rows);
   } finally {

@@ -3,6 +3,7 @@
 // measured on sockets of instance B (and, for comparison, of A). Prints a table.
 // --cluster: the instances share a private Redis Cluster (3 masters + 3 replicas) instead of one redis-server.
 // Usage: npm run bench -- chat-latency [--sockets 1000] [--rate 100] [--seconds 20] [--observers 50] [--cluster]
+//        [--instances 2]   (observers: parsed sockets on each instance other than A)
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -13,6 +14,7 @@ import {
   machineLoad,
   numberArg,
   ONE_ADDRESS_LIMITS,
+  PRODUCTION_LIVENESS,
   percentile,
   printTable,
   rssOfPort,
@@ -23,6 +25,7 @@ const RATE = numberArg('rate', 100);
 const SECONDS = numberArg('seconds', 20);
 const WARMUP_SECONDS = 3;
 const OBSERVERS = numberArg('observers', 50);
+const INSTANCES = Math.max(2, numberArg('instances', 2));
 // Many sender sockets, as many users would be: one socket processes its own requests one after another.
 const SENDERS = 50;
 // By default the sockets that are not observed are raw TCP clients that complete the WebSocket handshake and then
@@ -126,13 +129,14 @@ function observe(ws: WebSocket, sentAt: Map<number, number>, measuring: () => bo
 async function main() {
   const onCluster = flagArg('cluster');
   console.log(
-    `starting 2 instances (PostgreSQL + ${onCluster ? 'private Redis Cluster, 3 masters + 3 replicas' : 'private redis-server'})…; ${machineLoad()}`,
+    `starting ${INSTANCES} instances (PostgreSQL + ${onCluster ? 'private Redis Cluster, 3 masters + 3 replicas' : 'private redis-server'})…; ${machineLoad()}`,
   );
   const cluster = await startCluster({
-    instances: 2,
+    instances: INSTANCES,
     redis: onCluster ? 'cluster' : 'private',
     env: {
       ...ONE_ADDRESS_LIMITS,
+      ...PRODUCTION_LIVENESS,
       LOG_LEVEL: 'warn',
       CHAT_THROTTLE_LIMIT: '1000000',
       CHAT_FRAME_LIMIT: '1000000',
@@ -147,27 +151,40 @@ async function main() {
   const all: Closeable[] = [];
   try {
     const cookie = await signUpMember(cluster);
-    const perInstance = Math.floor(SOCKETS / 2);
+    // A (instance 0) gets its share; the others split the rest evenly.
+    const perInstance = Math.floor(SOCKETS / INSTANCES);
+    const others = Array.from({ length: INSTANCES - 1 }, (_, k) => k + 1);
+    const shareOf = (k: number) =>
+      Math.floor((SOCKETS - perInstance) / (INSTANCES - 1)) +
+      (k <= (SOCKETS - perInstance) % (INSTANCES - 1) ? 1 : 0);
     const senders = await Promise.all(
       Array.from({ length: SENDERS }, () => connect(cluster.port(0), cookie)),
     );
     const sentAt = new Map<number, number>();
     let measuring = false;
     const isMeasuring = () => measuring;
-    const rssBefore = [rssOfPort(cluster.port(0)), rssOfPort(cluster.port(1))];
+    const ports = Array.from({ length: INSTANCES }, (_, k) => cluster.port(k));
+    const rssBefore = ports.map(rssOfPort);
     const t0 = performance.now();
-    const observedB = await connectMany(OBSERVERS, () => connect(cluster.port(1)));
+    const observedOthers: WebSocket[][] = [];
+    for (const k of others) observedOthers.push(await connectMany(OBSERVERS, () => connect(cluster.port(k))));
+    const observedB = observedOthers.flat();
     const observedA = await connectMany(10, () => connect(cluster.port(0)));
     const quiet = (port: number): Promise<Closeable> =>
       FULL_CLIENTS ? connect(port) : connectDiscarding(port);
     const restA = await connectMany(perInstance - SENDERS - observedA.length, () => quiet(cluster.port(0)));
-    const restB = await connectMany(SOCKETS - perInstance - OBSERVERS, () => quiet(cluster.port(1)));
+    const restB: Closeable[] = [];
+    for (const k of others) {
+      restB.push(...(await connectMany(shareOf(k) - OBSERVERS, () => quiet(cluster.port(k)))));
+    }
     all.push(...senders, ...observedA, ...observedB, ...restA, ...restB);
     const connectSeconds = (performance.now() - t0) / 1000;
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    const rssAfter = [rssOfPort(cluster.port(0)), rssOfPort(cluster.port(1))];
+    const rssAfter = ports.map(rssOfPort);
     // Every socket reads (the kernel buffers must drain); only observers parse.
-    const observersB = observedB.map((ws) => observe(ws, sentAt, isMeasuring));
+    const observersByInstance = observedOthers.map((list) =>
+      list.map((ws) => observe(ws, sentAt, isMeasuring)),
+    );
     const observersA = observedA.map((ws) => observe(ws, sentAt, isMeasuring));
     console.log(
       `${all.length} sockets connected in ${connectSeconds.toFixed(1)} s; sending ${RATE} msg/s on A…`,
@@ -208,10 +225,11 @@ async function main() {
     measuring = false;
 
     const expected = total - measuredFrom;
-    const rows = [
-      ['B (other instance)', observersB],
-      ['A (same instance)', observersA],
-    ] as const;
+    const rows: Array<readonly [string, ReturnType<typeof observe>[]]> = [
+      ...observersByInstance.map((o, k) => [`instance ${k + 1} (other)`, o] as const),
+      ['all other instances', observersByInstance.flat()] as const,
+      ['A (same instance)', observersA] as const,
+    ];
     const table = rows.map(([where, observers]) => {
       const latencies = observers.flatMap((o) => o.latencies).sort((x, y) => x - y);
       let missing = 0;
@@ -235,10 +253,10 @@ async function main() {
       };
     });
     console.log(
-      `\n${all.length} sockets (${perInstance} on A, ${SOCKETS - perInstance} on B; ` +
-        `${FULL_CLIENTS ? 'all ws clients' : `${observersA.length + observersB.length + SENDERS} ws clients, the rest discarding`}), ` +
+      `\n${all.length} sockets over ${INSTANCES} instances (${perInstance} on A, ${SOCKETS - perInstance} on the others; ` +
+        `${FULL_CLIENTS ? 'all ws clients' : `${observersA.length + observedB.length + SENDERS} ws clients, the rest discarding`}), ` +
         `${RATE} msg/s on A for ${SECONDS} s ` +
-        `after ${WARMUP_SECONDS} s warm-up (${expected} messages measured)`,
+        `after ${WARMUP_SECONDS} s warm-up (${expected} messages measured); ${machineLoad()}`,
     );
     printTable(table);
     loopDelay.disable();
@@ -248,10 +266,11 @@ async function main() {
     );
     console.log(`bus latency received on B (server /metrics): ${await busLatency(cluster, 1)}`);
     const perSocketKiB = (i: number) =>
-      ((rssAfter[i] ?? 0) - (rssBefore[i] ?? 0)) / (i === 0 ? perInstance : SOCKETS - perInstance);
+      ((rssAfter[i] ?? 0) - (rssBefore[i] ?? 0)) / (i === 0 ? perInstance : shareOf(i));
     console.log(
-      `server RSS growth per connected socket (after connect, before sending): A ${perSocketKiB(0).toFixed(1)} KiB, ` +
-        `B ${perSocketKiB(1).toFixed(1)} KiB`,
+      `server RSS growth per connected socket (after connect, before sending): ${ports
+        .map((_, i) => `${i === 0 ? 'A' : `instance ${i}`} ${perSocketKiB(i).toFixed(1)} KiB`)
+        .join(', ')}`,
     );
   } finally {
     for (const c of all) {

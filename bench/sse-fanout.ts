@@ -3,8 +3,11 @@
 // B. An admin sends `{ scope: "all" }` to A; for every stream we measure the time from just before the send
 // request to the receipt of its `new_notification` event. Also prints server RSS growth per open stream.
 // --cluster: the instances share a private Redis Cluster (3 masters + 3 replicas) instead of one redis-server.
-// Usage: npm run bench -- sse-fanout [--users 5000] [--signin-concurrency 16] [--connect-concurrency 100] [--cluster]
-//        (run `ulimit -n 65536` first if the soft limit is below ~2 × users)
+// Usage: npm run bench -- sse-fanout [--users 5000] [--streams-per-user 1] [--signin-concurrency 16]
+//        [--connect-concurrency 100] [--cluster]   (run `ulimit -n 65536` first if the soft limit is below ~2 × streams)
+// `--streams-per-user k` (≤ SSE_MAX_STREAMS_PER_USER, 10) opens k streams per user (a user's tabs), so 10,000
+// streams need 1,000 scrypt sign-ins instead of 10,000 on a shared 2-core machine; each stream still receives
+// its own copy of the event.
 import http from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -14,6 +17,7 @@ import {
   machineLoad,
   numberArg,
   ONE_ADDRESS_LIMITS,
+  PRODUCTION_LIVENESS,
   percentile,
   printTable,
   rssOfPort,
@@ -21,6 +25,8 @@ import {
 } from './_lib.js';
 
 const USERS = numberArg('users', 5000);
+const PER_USER = Math.max(1, Math.min(10, numberArg('streams-per-user', 1)));
+const STREAMS = USERS * PER_USER;
 const SIGNIN_CONCURRENCY = numberArg('signin-concurrency', 16);
 const CONNECT_CONCURRENCY = numberArg('connect-concurrency', 100);
 // How long to wait for the last events after the send response before counting the rest as missing.
@@ -130,6 +136,7 @@ async function main() {
     redis: onCluster ? 'cluster' : 'private',
     env: {
       ...ONE_ADDRESS_LIMITS,
+      ...PRODUCTION_LIVENESS,
       LOG_LEVEL: 'warn',
       AUTH_RATE_LIMIT_MAX: '100000000',
       // The harness shrinks keep-alives to 1 s for tests; use the production default so N streams do not
@@ -139,8 +146,8 @@ async function main() {
   });
   const s: Streams = {
     requests: [],
-    receivedAt: new Float64Array(USERS).fill(Number.NaN),
-    count: new Uint16Array(USERS),
+    receivedAt: new Float64Array(STREAMS).fill(Number.NaN),
+    count: new Uint16Array(STREAMS),
     dropped: 0,
     errorEvents: 0,
     closing: false,
@@ -190,17 +197,20 @@ async function main() {
     const rssBefore = [rssOfPort(cluster.port(0)), rssOfPort(cluster.port(1))];
     const connectStart = performance.now();
     // Stream i lives on instance i % 2: even = A (where the send goes), odd = B.
-    await pool(USERS, CONNECT_CONCURRENCY, (i) => openStream(s, i, cluster.port(i % 2), cookies[i] ?? ''));
+    // Stream i belongs to user ⌊i / PER_USER⌋: with several streams per user, a user's tabs alternate A and B.
+    await pool(STREAMS, CONNECT_CONCURRENCY, (i) =>
+      openStream(s, i, cluster.port(i % 2), cookies[Math.floor(i / PER_USER)] ?? ''),
+    );
     const connectMs = performance.now() - connectStart;
     cookies.length = 0;
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const rssAfter = [rssOfPort(cluster.port(0)), rssOfPort(cluster.port(1))];
-    const onA = Math.ceil(USERS / 2);
-    const onB = USERS - onA;
+    const onA = Math.ceil(STREAMS / 2);
+    const onB = STREAMS - onA;
     console.log(
       `setup ${(setupMs / 1000).toFixed(1)} s (seed ${USERS} users + accounts ${seedMs.toFixed(0)} ms, ` +
         `${USERS} sign-ins at ${SIGNIN_CONCURRENCY} in flight ${(signInMs / 1000).toFixed(1)} s = ` +
-        `${(USERS / (signInMs / 1000)).toFixed(0)}/s); ${USERS} streams connected in ` +
+        `${(USERS / (signInMs / 1000)).toFixed(0)}/s); ${STREAMS} streams connected in ` +
         `${(connectMs / 1000).toFixed(1)} s; broadcasting on A…`,
     );
 
@@ -225,7 +235,7 @@ async function main() {
 
     const received = () => s.count.reduce((n, c) => n + (c > 0 ? 1 : 0), 0);
     const deadline = performance.now() + RECEIVE_TIMEOUT_MS;
-    while (received() < USERS && performance.now() < deadline) {
+    while (received() < STREAMS && performance.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     // A short grace period so late duplicates would still be counted.
@@ -236,7 +246,7 @@ async function main() {
       const latencies: number[] = [];
       let missing = 0;
       let dups = 0;
-      for (let i = instance; i < USERS; i += 2) {
+      for (let i = instance; i < STREAMS; i += 2) {
         const c = s.count[i] ?? 0;
         if (c === 0) missing++;
         else latencies.push((s.receivedAt[i] ?? Number.NaN) - sendStart);
@@ -251,9 +261,9 @@ async function main() {
       );
     });
     console.log(
-      `\n${USERS} users, ${onA} streams on A + ${onB} on B; send HTTP response ${sendMs.toFixed(0)} ms ` +
+      `\n${USERS} users × ${PER_USER} streams, ${onA} streams on A + ${onB} on B; send HTTP response ${sendMs.toFixed(0)} ms ` +
         `(targetCount ${sendBody.targetCount}, createdCount ${sendBody.createdCount}); ` +
-        `latency = send start → new_notification received`,
+        `latency = send start → new_notification received; ${machineLoad()}`,
     );
     printTable(rows);
     const kib = (i: number, n: number) => (((rssAfter[i] ?? 0) - (rssBefore[i] ?? 0)) / n).toFixed(1);

@@ -1,6 +1,6 @@
 // Owns the administrator broadcast (docs/api.md#admin-broadcast-adminnotificationssend-admin-session): resolves targets (ids or case-insensitive emails, or every
 // user by keyset walk), skips banned users, and hands eligible users to the notification service in batches
-// (one multi-row insert, one bus message, one delivery pass per batch).
+// (one statement, one bus message, one delivery pass per batch, pipelined).
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { type AccountRow, accountBatches, findAccounts } from '../auth/accounts.js';
@@ -78,8 +78,10 @@ export async function broadcast(
   let createdCount = 0;
   let skippedCount = 0;
 
-  const send = async (userIds: string[], idToIdentifier?: Map<string, string>) => {
-    const r = await service.createForUsers(userIds, input, options);
+  const record = (
+    r: { createdCount: number; existingCount: number; missingUserIds: string[] },
+    idToIdentifier?: Map<string, string>,
+  ) => {
     // `existing`: users an interrupted earlier run with the same source key already reached.
     createdCount += r.createdCount + r.existingCount;
     for (const id of r.missingUserIds) {
@@ -89,13 +91,17 @@ export async function broadcast(
   };
 
   if (body.target.scope === 'all') {
-    // No upper bound on the number of users: one page of the keyset walk at a time.
-    for await (const rows of accountBatches(db, batchSize)) {
-      targetCount += rows.length;
-      const eligible = rows.filter((r) => !r.banned).map((r) => r.id);
-      skippedCount += rows.length - eligible.length;
-      if (eligible.length > 0) await send(eligible);
+    // No upper bound on the number of users: one page of the keyset walk at a time, and the service writes
+    // page k + 1 while page k's events and delivery go out.
+    async function* eligiblePages(): AsyncGenerator<string[]> {
+      for await (const rows of accountBatches(db, batchSize)) {
+        targetCount += rows.length;
+        const eligible = rows.filter((r) => !r.banned).map((r) => r.id);
+        skippedCount += rows.length - eligible.length;
+        if (eligible.length > 0) yield eligible;
+      }
     }
+    record(await service.createForUserBatches(eligiblePages(), input, options));
     return { targetCount, createdCount, skippedCount, failures };
   }
 
@@ -121,8 +127,6 @@ export async function broadcast(
     if (row.banned) skippedCount++;
     else eligible.push(row.id);
   }
-  for (let i = 0; i < eligible.length; i += batchSize) {
-    await send(eligible.slice(i, i + batchSize), idToIdentifier);
-  }
+  if (eligible.length > 0) record(await service.createForUsers(eligible, input, options), idToIdentifier);
   return { targetCount, createdCount, skippedCount, failures };
 }

@@ -1,7 +1,6 @@
 // Owns delivery: strategy objects tried in priority order over whole batches; the first that reaches a user wins
 // (docs/api.md#notifications-notification-session-cookie, docs/architecture.md "Delivery").
 
-import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
 import type { Presence } from '../realtime/index.js';
 import { notificationEmail } from './email.js';
@@ -34,39 +33,45 @@ export function sseStrategy(presence: Presence): DeliveryStrategy {
 
 export function emailStrategy(deps: {
   repo: NotificationRepository;
-  outbox: EmailOutbox;
+  /** Called after emails were queued, so a worker sends them now rather than at its next poll. */
+  kick: () => void;
   feBaseUrl: string;
-  /** The users among these whose email address is verified. */
-  verifiedAmong: (userIds: string[]) => Promise<Set<string>>;
 }): DeliveryStrategy {
   return {
     name: 'email',
     async deliver(items) {
-      const userIds = [...new Set(items.map((i) => i.userId))];
-      // An unverified address was typed by whoever signed up, not necessarily its owner: Herald never mails
-      // notification content (admin broadcasts included) there. The in-app notification is unaffected.
-      const verified = await deps.verifiedAmong(userIds);
-      const targets = new Map(
-        (await deps.repo.emailTargets(userIds.filter((id) => verified.has(id)))).map((t) => [t.userId, t]),
-      );
-      const delivered = new Set<string>();
-      const emails = [];
+      // A batch normally shares one content (a broadcast): the mail is rendered once per distinct content and
+      // queued for all its recipients in one statement. Recipients are filtered in SQL: an unverified address
+      // was typed by whoever signed up, not necessarily its owner, so Herald never mails notification content
+      // (admin broadcasts included) there; then emailEnabled and the type in emailTypes. The in-app
+      // notification is unaffected either way.
+      const groups = new Map<string, DeliveryItem[]>();
       for (const item of items) {
-        const target = targets.get(item.userId);
-        if (!target?.emailEnabled || !target.emailTypes.includes(item.type)) continue;
-        delivered.add(item.userId);
-        emails.push({
-          // One email per notification, however many instances or retries try to queue it.
-          dedupeKey: `notification:${item.notificationId}`,
-          ...notificationEmail({
-            to: target.email,
-            title: item.title,
-            content: item.content,
-            feBaseUrl: deps.feBaseUrl,
-          }),
-        });
+        const key = JSON.stringify([item.type, item.title, item.content]);
+        const group = groups.get(key);
+        if (group) group.push(item);
+        else groups.set(key, [item]);
       }
-      await deps.outbox.enqueue(emails);
+      const delivered = new Set<string>();
+      let queued = 0;
+      for (const group of groups.values()) {
+        const first = group[0];
+        if (!first) continue;
+        const mail = notificationEmail({
+          title: first.title,
+          content: first.content,
+          feBaseUrl: deps.feBaseUrl,
+        });
+        const r = await deps.repo.enqueueNotificationEmails(
+          // One email per notification (dedupe key), however many instances or retries try to queue it.
+          group.map((i) => ({ userId: i.userId, notificationId: i.notificationId })),
+          first.type,
+          mail,
+        );
+        for (const id of r.userIds) delivered.add(id);
+        queued += r.queued;
+      }
+      if (queued > 0) deps.kick();
       return delivered;
     },
   };
@@ -85,6 +90,8 @@ export function pushStrategy(): DeliveryStrategy {
 export interface DeliveryResult {
   /** user id → the strategy that delivered, or null when none did. */
   byUser: Map<string, StrategyName | null>;
+  /** Milliseconds each strategy that ran took (debug breakdown). */
+  timings: Partial<Record<StrategyName, number>>;
 }
 
 export function createDelivery(strategies: DeliveryStrategy[], logger: Logger) {
@@ -97,14 +104,17 @@ export function createDelivery(strategies: DeliveryStrategy[], logger: Logger) {
       order: readonly StrategyName[] = DELIVERY_STRATEGIES,
     ): Promise<DeliveryResult> {
       const byUser = new Map<string, StrategyName | null>(items.map((i) => [i.userId, null]));
+      const timings: DeliveryResult['timings'] = {};
       let remaining = items;
       for (const name of new Set(order)) {
         if (remaining.length === 0) break;
         const strategy = byName.get(name);
         if (!strategy) continue;
         let delivered: Set<string>;
+        const start = performance.now();
         try {
           delivered = await strategy.deliver(remaining);
+          timings[name] = performance.now() - start;
         } catch (err) {
           // An undeliverable channel never fails the notification itself; the next strategy gets its chance.
           logger.warn({ err, strategy: name, users: remaining.length }, 'delivery strategy failed');
@@ -113,7 +123,7 @@ export function createDelivery(strategies: DeliveryStrategy[], logger: Logger) {
         for (const id of delivered) byUser.set(id, name);
         remaining = remaining.filter((i) => !delivered.has(i.userId));
       }
-      return { byUser };
+      return { byUser, timings };
     },
   };
 }

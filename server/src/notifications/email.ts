@@ -1,17 +1,18 @@
 // Owns the notification email's content; sending goes through the shared outbox (infra/email-outbox.ts).
 import { escapeHtml, type Mail, safeSubject } from '../infra/mailer.js';
 
-/** The notification email: escaped HTML, a plain-text part, and a link to the notifications page. */
+/**
+ * The notification email: escaped HTML, a plain-text part, and a link to the notifications page. It does not
+ * depend on the recipient, so a broadcast renders it once for every address.
+ */
 export function notificationEmail(params: {
-  to: string;
   title: string;
   content: string;
   feBaseUrl: string;
-}): Mail {
+}): Omit<Mail, 'to'> {
   const link = `${params.feBaseUrl}/notifications`;
   const subject = safeSubject(params.title);
   return {
-    to: params.to,
     subject,
     text: `${params.title}\n\n${params.content}\n\nView your notifications: ${link}\n`,
     html:

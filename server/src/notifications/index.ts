@@ -1,8 +1,6 @@
 // Registers the notifications feature: repository, unread cache, SSE hub on the bus, delivery strategies (email
 // through the shared outbox that app.ts owns), retention job, routes, and `app.notifications` (the service other features call).
-import { and, eq, inArray } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
-import { user } from '../infra/schema/index.js';
 import { createDelivery, emailStrategy, pushStrategy, sseStrategy } from './delivery.js';
 import { NotificationErrorCode } from './errors.js';
 import { NOTIFICATION_EVENTS_TOPIC, NotificationBusMessageSchema } from './events.js';
@@ -33,19 +31,7 @@ export function registerNotifications(app: FastifyInstance): void {
   const delivery = createDelivery(
     [
       sseStrategy(realtime.presence),
-      emailStrategy({
-        repo,
-        outbox,
-        feBaseUrl: config.FE_BASE_URL,
-        verifiedAmong: async (ids) => {
-          if (ids.length === 0) return new Set();
-          const rows = await database.db
-            .select({ id: user.id })
-            .from(user)
-            .where(and(inArray(user.id, ids), eq(user.emailVerified, true)));
-          return new Set(rows.map((r) => r.id));
-        },
-      }),
+      emailStrategy({ repo, kick: () => outbox.kick(), feBaseUrl: config.FE_BASE_URL }),
       pushStrategy(),
     ],
     logger,

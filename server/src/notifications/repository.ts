@@ -423,10 +423,14 @@ export function createNotificationRepository(db: Db) {
     },
 
     /**
-     * One multi-row INSERT of the same notification for many users, with each user's new_notification and
-     * unread_count_changed events, in one transaction. Users that no longer exist are skipped by the join.
-     * With a sourceKey, users who already have a notification from that key are skipped too and returned in
-     * \`existing\` (a resumed idempotent broadcast).
+     * Creates the same notification for many users in ONE statement (docs/architecture.md "Broadcast at
+     * scale"): the notification rows, each user's cursor bump and both event-log rows (new_notification at
+     * seq − 1, unread_count_changed at seq) are data-modifying CTEs of a single INSERT, so a batch costs one
+     * round trip and PostgreSQL never ships the rows' content back. Users that no longer exist are skipped
+     * by the join. The cursor rows are upserted in user-id order, so concurrent broadcasts cannot deadlock,
+     * and the cursor row lock orders every writer of a user (seqs stay contiguous and commit in order).
+     * With a sourceKey, users who already have a notification from that key are skipped and returned in
+     * `existing` (a resumed idempotent broadcast).
      */
     async insertForUsers(
       requested: string[],
@@ -435,72 +439,110 @@ export function createNotificationRepository(db: Db) {
     ): Promise<{ created: CreatedNotification[]; existing: Notification[] }> {
       const userIds = [...new Set(requested)];
       if (userIds.length === 0) return { created: [], existing: [] };
-      return db.transaction(async (tx) => {
-        // Raw SQL: unnest … with ordinality multi-row insert joined to existing users, with `on conflict … where`
-        // inference on the partial unique index.
-        const rows = rowsOf<NotificationRow>(
-          await tx.execute(
-            sql`insert into notification (user_id, type, title, content, metadata, source_key)
-                select u.id, ${t.type}, ${t.title}, ${t.content}, ${JSON.stringify(t.metadata)}::jsonb, ${sourceKey ?? null}
-                from unnest(${textArray(userIds)}) with ordinality as x(id, ord)
-                join "user" u on u.id = x.id
-                order by x.ord
-                on conflict (user_id, source_key) where source_key is not null do nothing
-                returning ${COLUMNS}`,
-          ),
-        );
-        const notifications = rows.map(toNotification);
-        let existing: Notification[] = [];
-        if (sourceKey !== undefined && notifications.length < userIds.length) {
-          const got = new Set(notifications.map((n) => n.userId));
-          const rest = userIds.filter((id) => !got.has(id));
-          // Raw SQL: `= any(text[])` for a whole batch in one parameter.
-          existing = rowsOf<NotificationRow>(
-            await tx.execute(
-              sql`select ${COLUMNS} from notification
-                  where source_key = ${sourceKey} and user_id = any(${textArray(rest)})`,
-            ),
-          ).map(toNotification);
-        }
-        if (notifications.length === 0) return { created: [], existing };
-        // Raw SQL: the cursor upsert that locks rows in user-id order, so concurrent broadcasts cannot deadlock.
-        const cursors = rowsOf<{ user_id: string; last_seq: string; unread: number }>(
-          await tx.execute(
-            sql`insert into notification_cursor (user_id, last_seq, unread)
-                select id, 2, 1 from unnest(${textArray(notifications.map((n) => n.userId))}) as x(id) order by id
-                on conflict (user_id) do update
-                  set last_seq = notification_cursor.last_seq + 2, unread = notification_cursor.unread + 1
-                returning user_id, last_seq::text as last_seq, unread`,
-          ),
-        );
-        const byUser = new Map(cursors.map((c) => [c.user_id, c]));
-        const created: CreatedNotification[] = [];
-        const log: LogRow[] = [];
-        for (const notification of notifications) {
-          const c = byUser.get(notification.userId);
-          if (!c) throw new Error('cursor row missing after upsert');
-          const last = Number(c.last_seq);
-          created.push({ notification, seq: last - 1, unreadCount: Number(c.unread) });
-          log.push(
-            {
-              user_id: notification.userId,
-              seq: last - 1,
-              kind: 'new_notification',
-              notification_id: notification.id,
-              data: null,
-            },
-            {
-              user_id: notification.userId,
-              seq: last,
-              kind: 'unread_count_changed',
-              notification_id: null,
-              data: { unreadCount: Number(c.unread) },
-            },
-          );
-        }
-        await insertLog(tx, log);
-        return { created, existing };
+      // One statement is atomic on its own: no BEGIN/COMMIT round trips.
+      // Raw SQL: data-modifying CTEs (insert → cursor upsert → event rows) with `on conflict … where`
+      // inference on the partial unique index; bigint seqs come back as text (int8 precision).
+      const rows = rowsOf<{
+        id: string;
+        user_id: string;
+        created_at: Date | string;
+        seq: string;
+        unread: number;
+      }>(
+        await db.execute(
+          sql`with ins as (
+                  insert into notification (user_id, type, title, content, metadata, source_key)
+                  select u.id, ${t.type}, ${t.title}, ${t.content}, ${JSON.stringify(t.metadata)}::jsonb, ${sourceKey ?? null}
+                  from unnest(${textArray(userIds)}) with ordinality as x(id, ord)
+                  join "user" u on u.id = x.id
+                  order by x.ord
+                  on conflict (user_id, source_key) where source_key is not null do nothing
+                  returning id, user_id, created_at
+                ), cur as (
+                  insert into notification_cursor (user_id, last_seq, unread)
+                  select user_id, 2, 1 from ins order by user_id
+                  on conflict (user_id) do update
+                    set last_seq = notification_cursor.last_seq + 2, unread = notification_cursor.unread + 1
+                  returning user_id, last_seq, unread
+                ), ev as (
+                  insert into notification_event (user_id, seq, kind, notification_id, data)
+                  select c.user_id, c.last_seq - 1, 'new_notification', i.id, null
+                  from cur c join ins i on i.user_id = c.user_id
+                  union all
+                  select c.user_id, c.last_seq, 'unread_count_changed', null, jsonb_build_object('unreadCount', c.unread)
+                  from cur c
+                )
+                select i.id, i.user_id, i.created_at, c.last_seq::text as seq, c.unread
+                from ins i join cur c on c.user_id = i.user_id`,
+        ),
+      );
+      const created: CreatedNotification[] = rows.map((r) => {
+        const createdAt = iso(r.created_at);
+        return {
+          // The row as inserted: the template's fields (what the statement wrote) plus what the database chose.
+          notification: {
+            id: r.id,
+            userId: r.user_id,
+            type: t.type,
+            title: t.title,
+            content: t.content,
+            metadata: t.metadata,
+            read: false,
+            createdAt,
+            updatedAt: createdAt,
+          },
+          // Seq of new_notification; the statement wrote unread_count_changed at seq + 1 = last_seq.
+          seq: Number(r.seq) - 1,
+          unreadCount: Number(r.unread),
+        };
       });
+      let existing: Notification[] = [];
+      if (sourceKey !== undefined && created.length < userIds.length) {
+        const got = new Set(created.map((c) => c.notification.userId));
+        const rest = userIds.filter((id) => !got.has(id));
+        // Raw SQL: `= any(text[])` for a whole batch in one parameter.
+        existing = rowsOf<NotificationRow>(
+          await db.execute(
+            sql`select ${COLUMNS} from notification
+                  where source_key = ${sourceKey} and user_id = any(${textArray(rest)})`,
+          ),
+        ).map(toNotification);
+      }
+      return { created, existing };
+    },
+
+    /**
+     * Queues the email of one notification for every user among `items` whose address is verified and whose
+     * preferences allow `type`, in one INSERT … SELECT (the rendered mail is the same for every recipient and
+     * is sent once). Returns the users it was queued for, including those whose email was already queued (the
+     * outbox's per-notification dedupe key keeps a re-run single).
+     */
+    async enqueueNotificationEmails(
+      items: Array<{ userId: string; notificationId: string }>,
+      type: string,
+      mail: { subject: string; text: string; html: string },
+    ): Promise<{ userIds: string[]; queued: number }> {
+      if (items.length === 0) return { userIds: [], queued: 0 };
+      // Raw SQL: unnest of two parallel arrays joined to the user and preferences, the outbox insert as a CTE,
+      // the eligible users returned whether or not their row already existed.
+      const rows = await exec<{ user_id: string; queued: number }>(
+        sql`with t as (
+              select x.user_id, x.nid, u.email
+              from unnest(${textArray(items.map((i) => i.userId))}, ${textArray(items.map((i) => i.notificationId))})
+                as x(user_id, nid)
+              join "user" u on u.id = x.user_id and u.email_verified
+              left join notification_preference p on p.user_id = x.user_id
+              where coalesce(p.email_enabled, true)
+                and ${type} = any(coalesce(p.email_types, ${textArray(DEFAULT_EMAIL_TYPES)}))
+            ), ins as (
+              insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body)
+              select 'notification:' || nid, email, ${mail.subject}, ${mail.text}, ${mail.html} from t
+              on conflict (dedupe_key) do nothing
+              returning 1
+            )
+            select t.user_id, (select count(*)::int from ins) as queued from t`,
+      );
+      return { userIds: rows.map((r) => r.user_id), queued: Number(rows[0]?.queued ?? 0) };
     },
 
     async getPreferences(userId: string): Promise<Preferences> {
@@ -546,30 +588,6 @@ export function createNotificationRepository(db: Db) {
       );
       if (!row) throw new Error('preferences upsert returned nothing');
       return toPreferences(row);
-    },
-
-    /** Email address and email preferences of users (defaults when they never saved preferences). */
-    async emailTargets(
-      userIds: string[],
-    ): Promise<Array<{ userId: string; email: string; emailEnabled: boolean; emailTypes: string[] }>> {
-      if (userIds.length === 0) return [];
-      // Raw SQL: `= any(text[])` for a whole batch in one parameter.
-      const rows = await exec<{
-        id: string;
-        email: string;
-        email_enabled: boolean | null;
-        email_types: string[] | null;
-      }>(
-        sql`select u.id, u.email, p.email_enabled, p.email_types
-            from "user" u left join notification_preference p on p.user_id = u.id
-            where u.id = any(${textArray(userIds)})`,
-      );
-      return rows.map((r) => ({
-        userId: r.id,
-        email: r.email,
-        emailEnabled: r.email_enabled ?? true,
-        emailTypes: r.email_types ?? DEFAULT_EMAIL_TYPES,
-      }));
     },
   };
 }

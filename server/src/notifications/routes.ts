@@ -293,6 +293,9 @@ export function registerNotificationRoutes(
         });
       }
       const raw = request.headers['last-event-id'];
+      // Fastify keeps the request alive until the stream ends (its onResponse runs then); the hub keeps the
+      // few fields it needs, so the user and session objects need not live for hours with it.
+      request.auth = null;
       await hub.open(reply, auth, parseLastEventId(typeof raw === 'string' ? raw : undefined), request.ip);
     },
   );

@@ -13,7 +13,7 @@ import {
   type NotificationBusMessage,
   type SyncMessage,
 } from './events.js';
-import type { CreatedNotification, NotificationRepository, SeqEvent } from './repository.js';
+import type { CreatedNotification, NewRowTemplate, NotificationRepository, SeqEvent } from './repository.js';
 import {
   type ActionUrlPolicy,
   assertActionUrls,
@@ -149,25 +149,50 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     return parsed.data;
   };
 
-  /** Inserts one batch (with its events), invalidates counts, publishes, runs delivery. */
-  const createBatch = async (
+  /** A batch whose rows, cursors and events are committed, waiting for its cache bump, bus message and delivery. */
+  interface WrittenBatch {
+    template: NewRowTemplate;
+    created: CreatedNotification[];
+    existing: Notification[];
+    missingUserIds: string[];
+    users: number;
+    insertMs: number;
+  }
+
+  /** First half of a batch: one statement writes the rows, the cursor bumps and the event log. */
+  const writeBatch = async (
     userIds: string[],
     input: NewNotification,
     options: CreateOptions,
-  ): Promise<BatchResult> => {
-    const template = {
+  ): Promise<WrittenBatch> => {
+    const template: NewRowTemplate = {
       type: input.type,
       title: input.title,
       content: input.content,
       metadata: (input.metadata ?? {}) as Record<string, unknown>,
     };
+    const start = performance.now();
     const { created, existing } = await repo.insertForUsers(userIds, template, options.sourceKey);
+    const insertMs = performance.now() - start;
     const done = new Set([...created.map((c) => c.notification.userId), ...existing.map((n) => n.userId)]);
     const missingUserIds = userIds.filter((id) => !done.has(id));
+    return { template, created, existing, missingUserIds, users: userIds.length, insertMs };
+  };
+
+  /**
+   * Second half: invalidates counts, publishes, runs delivery. Never throws: each step logs its own failure
+   * (the rows are committed; streams repair from the log, delivery failures are per strategy).
+   */
+  const finishBatch = async (w: WrittenBatch, options: CreateOptions): Promise<void> => {
+    const { created, existing } = w;
+    const t1 = performance.now();
+    let t2 = t1;
     if (created.length > 0) {
       await unread.invalidate(created.map((c) => c.notification.userId));
-      await publishCreated({ ...template, read: false }, created);
+      t2 = performance.now();
+      await publishCreated({ ...w.template, read: false }, created);
     }
+    const t3 = performance.now();
     // Users reached by an interrupted earlier run go through delivery again: the outbox's per-notification
     // dedupe key keeps their email single, and one whose delivery never ran still gets it.
     const items: DeliveryItem[] = [...created.map((c) => c.notification), ...existing].map((n) => ({
@@ -177,8 +202,73 @@ export function createNotificationService(deps: NotificationServiceDeps) {
       title: n.title,
       content: n.content,
     }));
-    if (items.length > 0) await deps.delivery.deliver(items, options.strategies);
-    return { created: created.map((c) => c.notification), existing, missingUserIds };
+    const delivered = items.length > 0 ? await deps.delivery.deliver(items, options.strategies) : undefined;
+    if (logger.level === 'debug' || logger.level === 'trace') {
+      // Where a batch's time goes (bench/broadcast.ts --breakdown sums these lines).
+      logger.debug(
+        {
+          users: w.users,
+          insertMs: w.insertMs,
+          unreadCacheMs: t2 - t1,
+          publishMs: t3 - t2,
+          deliveryMs: delivered?.timings ?? {},
+        },
+        'notification batch created',
+      );
+    }
+  };
+
+  const createBatch = async (
+    userIds: string[],
+    input: NewNotification,
+    options: CreateOptions,
+  ): Promise<BatchResult> => {
+    const w = await writeBatch(userIds, input, options);
+    await finishBatch(w, options);
+    return {
+      created: w.created.map((c) => c.notification),
+      existing: w.existing,
+      missingUserIds: w.missingUserIds,
+    };
+  };
+
+  /**
+   * Batches from `batches` (each at most BROADCAST_BATCH_SIZE users are written per statement), pipelined: batch
+   * k + 1 is written while batch k's cache bump, bus message and delivery run, so PostgreSQL and the rest
+   * overlap. At most one batch waits for its second half, which bounds memory whatever the audience.
+   */
+  const createInBatches = async (
+    batches: AsyncIterable<string[]> | Iterable<string[]>,
+    input: NewNotification,
+    options: CreateOptions,
+  ): Promise<{ createdCount: number; existingCount: number; missingUserIds: string[] }> => {
+    const valid = validate(input);
+    let createdCount = 0;
+    let existingCount = 0;
+    const missing: string[] = [];
+    let tail: Promise<void> = Promise.resolve();
+    let tailError: { err: unknown } | undefined;
+    try {
+      for await (const ids of batches) {
+        for (let i = 0; i < ids.length; i += deps.batchSize) {
+          const w = await writeBatch(ids.slice(i, i + deps.batchSize), valid, options);
+          createdCount += w.created.length;
+          existingCount += w.existing.length;
+          missing.push(...w.missingUserIds);
+          await tail;
+          if (tailError) throw tailError.err;
+          // Caught here and rethrown above, so a failing second half is never an unhandled rejection.
+          tail = finishBatch(w, options).catch((err: unknown) => {
+            tailError = { err };
+          });
+        }
+      }
+    } finally {
+      // Even when a write failed, the batches already committed get their events and delivery.
+      await tail;
+    }
+    if (tailError) throw tailError.err;
+    return { createdCount, existingCount, missingUserIds: missing };
   };
 
   /** After a committed change: the cached count goes stale, then the events go out. */
@@ -251,27 +341,20 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     },
 
     /**
-     * Creates the same notification for many users in batches of BROADCAST_BATCH_SIZE (one multi-row insert,
-     * one bus message and one delivery pass per batch). The caller filters out banned users. `existingCount`:
-     * users an interrupted earlier run with the same `sourceKey` had already reached (not created again).
+     * Creates the same notification for many users in batches of BROADCAST_BATCH_SIZE (one statement, one bus
+     * message and one delivery pass per batch, pipelined). The caller filters out banned users.
+     * `existingCount`: users an interrupted earlier run with the same `sourceKey` had already reached (not
+     * created again).
      */
-    async createForUsers(
-      userIds: string[],
+    createForUsers: (userIds: string[], input: NewNotification, options: CreateOptions = {}) =>
+      createInBatches([userIds], input, options),
+
+    /** Same as createForUsers for an audience that arrives in pages (the admin broadcast's keyset walk). */
+    createForUserBatches: (
+      batches: AsyncIterable<string[]>,
       input: NewNotification,
       options: CreateOptions = {},
-    ): Promise<{ createdCount: number; existingCount: number; missingUserIds: string[] }> {
-      const valid = validate(input);
-      let createdCount = 0;
-      let existingCount = 0;
-      const missing: string[] = [];
-      for (let i = 0; i < userIds.length; i += deps.batchSize) {
-        const r = await createBatch(userIds.slice(i, i + deps.batchSize), valid, options);
-        createdCount += r.created.length;
-        existingCount += r.existing.length;
-        missing.push(...r.missingUserIds);
-      }
-      return { createdCount, existingCount, missingUserIds: missing };
-    },
+    ) => createInBatches(batches, input, options),
 
     /** Checks input from code paths that did not go through a route schema (400 when invalid); creates nothing. */
     validate,

@@ -342,10 +342,10 @@ export function createStreamHub(deps: StreamHubDeps) {
     /** Takes over the reply and runs the connect (and resume) sequence. */
     async open(reply: FastifyReply, auth: AuthContext, resume: ResumeRequest, ip: string): Promise<void> {
       reply.hijack();
-      const conn = openSse(reply.raw, {
-        headers: reply.getHeaders() as OutgoingHttpHeaders,
-        maxBufferedBytes: deps.maxBufferedBytes,
-      });
+      const headers = reply.getHeaders() as OutgoingHttpHeaders;
+      // Fastify keeps the reply until the stream ends: its copy of the headers is not needed after the head.
+      for (const name of Object.keys(headers)) reply.removeHeader(name);
+      const conn = openSse(reply.raw, { headers, maxBufferedBytes: deps.maxBufferedBytes });
       const userId = auth.user.id;
       // The cursor is read *before* registering: anything committed after the read is then held (published
       // after registration) or replayed below, or both (the seq check drops the second copy).

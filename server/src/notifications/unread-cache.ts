@@ -23,11 +23,18 @@ if v == ARGV[1] then
 end
 return 0`;
 
+// Bumps every key it is given: a broadcast batch invalidates its users in one script call instead of one per
+// user (docs/architecture.md "Broadcast at scale").
 const BUMP = `
-redis.call('HINCRBY', KEYS[1], 'v', 1)
-redis.call('HDEL', KEYS[1], 'c')
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1`;
+for _, key in ipairs(KEYS) do
+  redis.call('HINCRBY', key, 'v', 1)
+  redis.call('HDEL', key, 'c')
+  redis.call('PEXPIRE', key, ARGV[1])
+end
+return #KEYS`;
+
+// Keys per script call: bounded so one call never blocks Redis for long.
+const BUMP_CHUNK = 1_000;
 
 export function createUnreadCache(deps: {
   store: Store;
@@ -36,18 +43,26 @@ export function createUnreadCache(deps: {
 }): UnreadCache {
   const redis = deps.store.redis?.data;
   return redis
-    ? createRedisUnreadCache(redis, deps.store.prefix, deps.logger, deps.countFromDb)
+    ? createRedisUnreadCache(
+        redis,
+        deps.store.redis?.cluster === true,
+        deps.store.prefix,
+        deps.logger,
+        deps.countFromDb,
+      )
     : createLocalUnreadCache(deps.countFromDb);
 }
 
 function createRedisUnreadCache(
   redis: StoreClient,
+  cluster: boolean,
   prefix: string,
   logger: Logger,
   countFromDb: (userId: string) => Promise<number>,
 ): UnreadCache {
-  // One key per user and only single-key scripts: on a cluster the counters spread over every shard by their own
-  // name, no hash tag needed (and the name stays the same for a rolling upgrade).
+  // One key per user: on a cluster the counters spread over every shard by their own name, no hash tag needed (and
+  // the name stays the same for a rolling upgrade). A batch bump is one multi-key script on one Redis, one
+  // single-key script per user on a cluster (keys of different users live in different slots).
   const key = (userId: string) => `${prefix}notif:unread:${userId}`;
   // Users whose bump failed (store down). Until each is bumped, their cache is bypassed on this instance and
   // retried in the background; the bump lands before any reader on any instance can see a stale value
@@ -56,13 +71,24 @@ function createRedisUnreadCache(
   let retryTimer: NodeJS.Timeout | undefined;
 
   const bump = async (userIds: string[]) => {
-    // One script per user, all sent before the first reply (ioredis writes them back to back): a pipeline would
-    // be refused by a cluster as soon as two users hash to different slots.
-    const results = await Promise.allSettled(
-      userIds.map((id) => redis.eval(BUMP, 1, key(id), String(KEY_TTL_MS))),
-    );
-    const failed = userIds.filter((_, i) => results[i]?.status === 'rejected');
-    if (failed.length > 0) throw new Error(`unread cache bump failed for ${failed.length} users`);
+    if (cluster) {
+      // One script per user, all sent before the first reply (ioredis writes them back to back): a multi-key script
+      // or a pipeline would be refused by a cluster as soon as two users hash to different slots.
+      const results = await Promise.allSettled(
+        userIds.map((id) => redis.eval(BUMP, 1, key(id), String(KEY_TTL_MS))),
+      );
+      const failed = userIds.filter((_, i) => results[i]?.status === 'rejected');
+      if (failed.length > 0) throw new Error(`unread cache bump failed for ${failed.length} users`);
+      return;
+    }
+    const pipeline = redis.pipeline();
+    for (let i = 0; i < userIds.length; i += BUMP_CHUNK) {
+      const keys = userIds.slice(i, i + BUMP_CHUNK).map(key);
+      pipeline.eval(BUMP, keys.length, ...keys, String(KEY_TTL_MS));
+    }
+    const results = (await pipeline.exec()) ?? [];
+    const failed = results.filter((r) => r[0]).length;
+    if (failed > 0) throw new Error(`unread cache bump failed for ${failed} of ${results.length} key groups`);
   };
 
   const scheduleRetry = () => {

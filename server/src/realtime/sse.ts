@@ -56,6 +56,96 @@ export interface OpenSseOptions {
 
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'content-encoding', 'connection']);
 
+/**
+ * A stream holds its request and response objects for hours, so what they keep matters (measured with
+ * `npm run bench -- memory`, docs/performance.md "Memory per connection"):
+ * - Node keeps the response head it sent as `_header`, built by concatenating each header line: a tree of ~80
+ *   cons-strings (~2.5 KiB per stream with helmet's headers). A flat copy of the same bytes keeps ~1 KiB.
+ * - The request's Cookie header (a session cookie plus whatever else the site sets, often kilobytes) is not
+ *   needed once the session was checked; it is dropped from `headers` and `rawHeaders`.
+ */
+function compactHeadState(raw: ServerResponse): void {
+  const res = raw as ServerResponse & { _header?: unknown };
+  if (typeof res._header === 'string') res._header = Buffer.from(res._header, 'latin1').toString('latin1');
+  const req = raw.req;
+  delete req.headers.cookie;
+  const rawHeaders = req.rawHeaders;
+  for (let i = rawHeaders.length - 2; i >= 0; i -= 2) {
+    if (rawHeaders[i]?.toLowerCase() === 'cookie') rawHeaders.splice(i, 2);
+  }
+}
+
+/**
+ * One open stream. A class rather than an object of closures: thousands of streams share the methods, and each
+ * keeps only the response, the bound and its cleanup handlers (see compactHeadState for the rest).
+ */
+class RawSseConnection implements SseConnection {
+  #closed = false;
+  #handlers: Array<() => void> | null = null;
+  readonly #raw: ServerResponse;
+  readonly #maxBufferedBytes: number;
+
+  constructor(raw: ServerResponse, maxBufferedBytes: number) {
+    this.#raw = raw;
+    this.#maxBufferedBytes = maxBufferedBytes;
+    // One listener function per stream for both events: `finish` runs the handlers exactly once.
+    const finish = () => this.#finish();
+    raw.on('close', finish);
+    raw.on('error', finish);
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  bufferedBytes(): number {
+    return this.#raw.writableLength;
+  }
+
+  write(chunk: string): boolean {
+    const raw = this.#raw;
+    if (this.#closed || raw.destroyed || raw.writableEnded) return false;
+    raw.write(chunk);
+    if (raw.writableLength > this.#maxBufferedBytes) {
+      // Slow consumer: drop it; EventSource reconnects and resumes from its Last-Event-ID.
+      raw.destroy();
+      this.#finish();
+      return false;
+    }
+    return true;
+  }
+
+  end(finalChunk?: string): void {
+    const raw = this.#raw;
+    if (this.#closed || raw.writableEnded) return;
+    if (finalChunk !== undefined && !raw.destroyed) raw.write(finalChunk);
+    raw.end();
+  }
+
+  onClose(handler: () => void): void {
+    if (this.#closed) {
+      handler();
+      return;
+    }
+    this.#handlers ??= [];
+    this.#handlers.push(handler);
+  }
+
+  #finish(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const handlers = this.#handlers ?? [];
+    this.#handlers = null;
+    for (const h of handlers) {
+      try {
+        h();
+      } catch {
+        // A cleanup handler failing must not prevent the others from running.
+      }
+    }
+  }
+}
+
 /** Writes the SSE response head on a raw response the caller has taken over (Fastify `reply.hijack()`). */
 export function openSse(raw: ServerResponse, options: OpenSseOptions): SseConnection {
   const headers: OutgoingHttpHeaders = {};
@@ -67,54 +157,13 @@ export function openSse(raw: ServerResponse, options: OpenSseOptions): SseConnec
   headers['x-accel-buffering'] = 'no';
   if (raw.req.httpVersionMajor < 2) headers.connection = 'keep-alive';
   raw.writeHead(200, headers);
+  compactHeadState(raw);
   const socket = raw.socket;
   // A stream lives for hours: no idle timeout, and small frames go out at once.
   socket?.setTimeout(0);
   socket?.setNoDelay(true);
   socket?.setKeepAlive(true);
-
-  let closed = false;
-  const handlers: Array<() => void> = [];
-  const finish = () => {
-    if (closed) return;
-    closed = true;
-    for (const h of handlers.splice(0)) {
-      try {
-        h();
-      } catch {
-        // A cleanup handler failing must not prevent the others from running.
-      }
-    }
-  };
-  raw.on('close', finish);
-  raw.on('error', finish);
-
-  const conn: SseConnection = {
-    get closed() {
-      return closed;
-    },
-    bufferedBytes: () => raw.writableLength,
-    write(chunk) {
-      if (closed || raw.destroyed || raw.writableEnded) return false;
-      raw.write(chunk);
-      if (raw.writableLength > options.maxBufferedBytes) {
-        // Slow consumer: drop it; EventSource reconnects and resumes from its Last-Event-ID.
-        raw.destroy();
-        finish();
-        return false;
-      }
-      return true;
-    },
-    end(finalChunk) {
-      if (closed || raw.writableEnded) return;
-      if (finalChunk !== undefined && !raw.destroyed) raw.write(finalChunk);
-      raw.end();
-    },
-    onClose(handler) {
-      if (closed) handler();
-      else handlers.push(handler);
-    },
-  };
+  const conn = new RawSseConnection(raw, options.maxBufferedBytes);
   // A comment line first: some proxies hold the head until the first body bytes arrive.
   conn.write(`retry: ${options.retryMs ?? 3000}\n: stream open\n\n`);
   return conn;

@@ -82,4 +82,19 @@ export function registerRealtimeTestRoutes(app: FastifyInstance): void {
       return { online: [...online].sort(), counts };
     },
   );
+  // Memory of this process for bench/memory.ts: after a full collection when the process runs with
+  // --expose-gc (NODE_OPTIONS), so the heap figure is what connections keep alive, not garbage.
+  r.get('/__test/memory', { schema: hide }, async () => {
+    const gc = (globalThis as { gc?: () => void }).gc;
+    gc?.();
+    const m = process.memoryUsage();
+    return {
+      collected: gc !== undefined,
+      rss: m.rss,
+      heapUsed: m.heapUsed,
+      heapTotal: m.heapTotal,
+      external: m.external,
+      arrayBuffers: m.arrayBuffers,
+    };
+  });
 }
