@@ -3,6 +3,7 @@
 import { and, eq, ne, type SQL, sql } from 'drizzle-orm';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import { notification, notificationCursor, notificationPreference } from '../infra/schema/index.js';
+import type { WebhookEvents } from '../webhooks/events.js';
 import {
   type Counts,
   DEFAULT_EMAIL_TYPES,
@@ -210,7 +211,28 @@ async function appendEvents(
   return events;
 }
 
-export function createNotificationRepository(db: Db) {
+/**
+ * Queues notification.created / notification.read webhook events inside the transaction that made the change,
+ * so an event exists exactly when its change committed (one multi-row INSERT per broadcast batch).
+ */
+async function queueWebhooks(
+  webhooks: Pick<WebhookEvents, 'enqueue' | 'wants'> | undefined,
+  tx: Executor,
+  type: 'notification.created' | 'notification.read',
+  notifications: Notification[],
+): Promise<void> {
+  if (!webhooks || notifications.length === 0 || !webhooks.wants(type)) return;
+  await webhooks.enqueue(
+    tx,
+    notifications.map((n) => ({
+      type,
+      data: n,
+      at: new Date(type === 'notification.created' ? n.createdAt : n.updatedAt),
+    })),
+  );
+}
+
+export function createNotificationRepository(db: Db, webhooks?: Pick<WebhookEvents, 'enqueue' | 'wants'>) {
   const exec = async <T>(query: SQL) => rowsOf<T>(await db.execute(query));
 
   return {
@@ -287,6 +309,7 @@ export function createNotificationRepository(db: Db) {
           .returning(FIELDS);
         if (!row) return null;
         const updated = toNotification(row as NotificationRow);
+        if (read) await queueWebhooks(webhooks, tx, 'notification.read', [updated]);
         const events = await appendEvents(
           tx,
           userId,
@@ -312,6 +335,7 @@ export function createNotificationRepository(db: Db) {
         const changed = rows
           .map((r) => toNotification(r as NotificationRow))
           .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+        await queueWebhooks(webhooks, tx, 'notification.read', changed);
         const events = await appendEvents(
           tx,
           userId,
@@ -494,6 +518,7 @@ export function createNotificationRepository(db: Db) {
           );
         }
         await insertLog(tx, log);
+        await queueWebhooks(webhooks, tx, 'notification.created', notifications);
         return { created, existing };
       });
     },

@@ -1,0 +1,194 @@
+// Owns sending the queued deliveries (docs/architecture.md, "Webhooks"). Every instance runs one worker. A
+// round claims due rows with a lease (FOR UPDATE SKIP LOCKED), round-robin across endpoints — each endpoint's
+// first due row, then each one's second, … — and only for endpoints with a free send slot on this instance.
+// Sends are not awaited by the round: a slow or dead endpoint fills its own WEBHOOK_CONCURRENCY_PER_ENDPOINT
+// slots and is skipped by later claims, while every other endpoint keeps being served.
+import { sql } from 'drizzle-orm';
+import { type Db, rowsOf } from '../infra/db.js';
+import type { Logger } from '../infra/logger.js';
+import { backoffMs, createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
+import type { SecretBox } from './secret.js';
+import { sign } from './secret.js';
+import type { Sender } from './sender.js';
+
+const MAX_BACKOFF_MS = 60 * 60 * 1000;
+
+export interface WebhookWorkerOptions {
+  db: Db;
+  logger: Logger;
+  send: Sender;
+  secrets: SecretBox;
+  pollMs: number;
+  retryBaseMs: number;
+  /** A failing delivery is retried until it is this old, then marked failed. */
+  retryWindowMs: number;
+  perEndpoint: number;
+  total: number;
+  /** How long a claimed row stays invisible to other workers; must exceed the send timeout. */
+  leaseMs: number;
+}
+
+export interface WebhookQueueStats {
+  /** Deliveries waiting (queue depth), cluster-wide. */
+  pending: number;
+  /** Deliveries given up after the retry window (kept 7 days), cluster-wide. */
+  failed: number;
+  /** Deliveries that got a 2xx (kept 7 days), cluster-wide. */
+  delivered: number;
+  /** Failed attempts on this instance since it started (each retry counts). */
+  attemptFailures: number;
+}
+
+interface Claimed {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  body: string;
+  attempts: number;
+  url: string;
+  secret: string;
+}
+
+export function createWebhookWorker(options: WebhookWorkerOptions) {
+  const { db, logger } = options;
+  const inflight = new Map<string, number>();
+  let total = 0;
+  let attemptFailures = 0;
+  const sends = new Set<Promise<void>>();
+
+  const claim = async (limit: number): Promise<Claimed[]> => {
+    const busy = Object.fromEntries(inflight);
+    return rowsOf<Claimed>(
+      await db.execute(sql`
+        with busy as (
+          select key::uuid as endpoint_id, value::int as n from jsonb_each_text(${JSON.stringify(busy)}::jsonb)),
+        picked as (
+          select x.id from (
+            select d.id, d.next_attempt_at, coalesce(b.n, 0) as n,
+              row_number() over (partition by e.id order by d.next_attempt_at, d.id) as rn
+            from webhook_endpoint e
+            left join busy b on b.endpoint_id = e.id
+            cross join lateral (
+              select w.id, w.next_attempt_at from webhook_delivery w
+              where w.endpoint_id = e.id and ${dueAndUnleased('w')}
+              order by w.next_attempt_at, w.id
+              limit ${options.perEndpoint}
+              for update skip locked) d
+          ) x
+          where x.rn + x.n <= ${options.perEndpoint}
+          order by x.rn, x.next_attempt_at, x.id
+          limit ${limit})
+        update webhook_delivery w
+        set attempts = w.attempts + 1, locked_until = ${inMs(options.leaseMs)}, last_attempt_at = now()
+        from picked, webhook_endpoint e
+        where w.id = picked.id and e.id = w.endpoint_id
+        returning w.id::text as id, w.endpoint_id::text as endpoint_id, w.event_id, w.body, w.attempts,
+          e.url, e.secret`),
+    );
+  };
+
+  const record = async (
+    row: Claimed,
+    result: { ok: boolean; statusCode: number | null; error: string | null },
+  ) => {
+    if (result.ok) {
+      await db.execute(sql`
+        update webhook_delivery set status = 'delivered', delivered_at = now(), locked_until = null,
+          last_status_code = ${result.statusCode}, last_error = null
+        where id = ${row.id}::bigint and status = 'pending'`);
+      return;
+    }
+    attemptFailures++;
+    const delay = backoffMs(row.attempts, options.retryBaseMs, MAX_BACKOFF_MS);
+    const window = `${options.retryWindowMs} milliseconds`;
+    logger.info(
+      { deliveryId: row.id, endpointId: row.endpoint_id, attempts: row.attempts, err: result.error },
+      'webhook delivery attempt failed',
+    );
+    await db.execute(sql`
+      update webhook_delivery set locked_until = null, last_status_code = ${result.statusCode},
+        last_error = ${(result.error ?? 'failed').slice(0, 500)},
+        status = case when created_at + ${window}::interval <= now() then 'failed' else 'pending' end,
+        next_attempt_at = ${inMs(delay)}
+      where id = ${row.id}::bigint and status = 'pending'`);
+  };
+
+  const deliver = async (row: Claimed) => {
+    let result: { ok: boolean; statusCode: number | null; error: string | null };
+    try {
+      const secret = options.secrets.open(row.secret);
+      const timestamp = Math.floor(Date.now() / 1000);
+      result = await options.send({
+        url: row.url,
+        body: row.body,
+        headers: {
+          'webhook-id': row.event_id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': sign(secret, row.event_id, timestamp, row.body),
+        },
+      });
+    } catch (err) {
+      result = { ok: false, statusCode: null, error: (err as Error).message };
+    }
+    try {
+      await record(row, result);
+    } catch (err) {
+      // The lease expires and the row is sent again: at least once.
+      logger.warn({ err, deliveryId: row.id }, 'webhook delivery outcome not recorded');
+    }
+  };
+
+  const dispatch = (row: Claimed) => {
+    inflight.set(row.endpoint_id, (inflight.get(row.endpoint_id) ?? 0) + 1);
+    total++;
+    const p = deliver(row).finally(() => {
+      const n = (inflight.get(row.endpoint_id) ?? 1) - 1;
+      if (n <= 0) inflight.delete(row.endpoint_id);
+      else inflight.set(row.endpoint_id, n);
+      total--;
+      sends.delete(p);
+      // A slot is free: claim the next row now rather than at the next poll.
+      loop.kick();
+    });
+    sends.add(p);
+  };
+
+  const loop = createQueueLoop({
+    name: 'webhook worker',
+    pollMs: options.pollMs,
+    logger,
+    round: async () => {
+      while (!loop.stopped) {
+        const free = options.total - total;
+        if (free <= 0) return;
+        const rows = await claim(free);
+        for (const row of rows) dispatch(row);
+        if (rows.length < free) return;
+      }
+    },
+  });
+
+  return {
+    start: () => loop.start(),
+    kick: () => loop.kick(),
+    async stats(): Promise<WebhookQueueStats> {
+      const rows = rowsOf<{ status: string; n: string | number }>(
+        await db.execute(sql`select status, count(*) as n from webhook_delivery group by status`),
+      );
+      const count = (status: string) => Number(rows.find((r) => r.status === status)?.n ?? 0);
+      return {
+        pending: count('pending'),
+        failed: count('failed'),
+        delivered: count('delivered'),
+        attemptFailures,
+      };
+    },
+    /** Stops claiming and waits for the sends in flight (each bounded by WEBHOOK_TIMEOUT_MS). */
+    async stop() {
+      await loop.stop();
+      await Promise.allSettled([...sends]);
+    },
+  };
+}
+
+export type WebhookWorker = ReturnType<typeof createWebhookWorker>;
