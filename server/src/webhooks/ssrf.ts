@@ -17,7 +17,10 @@ export const systemResolver: Resolver = async (hostname) => {
   return all.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 };
 
-const refused = new BlockList();
+// One list per family: a single BlockList also matches IPv4 addresses against IPv6 rules (::/96 would then
+// refuse every IPv4 address).
+const refusedV4 = new BlockList();
+const refusedV6 = new BlockList();
 for (const [net, prefix] of [
   ['0.0.0.0', 8], // "this network", 0.0.0.0
   ['10.0.0.0', 8],
@@ -34,7 +37,7 @@ for (const [net, prefix] of [
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved, broadcast
 ] as const)
-  refused.addSubnet(net, prefix, 'ipv4');
+  refusedV4.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of [
   ['::', 128],
   ['::1', 128],
@@ -50,12 +53,12 @@ for (const [net, prefix] of [
   ['fec0::', 10], // site-local (deprecated)
   ['ff00::', 8], // multicast
 ] as const)
-  refused.addSubnet(net, prefix, 'ipv6');
+  refusedV6.addSubnet(net, prefix, 'ipv6');
 
 export function isPrivateAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 0) return true;
-  return refused.check(address, family === 6 ? 'ipv6' : 'ipv4');
+  return family === 6 ? refusedV6.check(address, 'ipv6') : refusedV4.check(address, 'ipv4');
 }
 
 export class UrlRefused extends Error {}

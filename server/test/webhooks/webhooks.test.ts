@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { rowsOf } from '../../src/infra/db.js';
+import { systemResolver } from '../../src/webhooks/ssrf.js';
 import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
 import {
   createAdmin,
@@ -102,7 +103,14 @@ describe('webhooks', () => {
       EMAIL_MAX_ATTEMPTS: '2',
       BROADCAST_BATCH_SIZE: '100',
     });
-    app = await env.app();
+    // Only pinned.example.test is answered by the test; every other name goes to the system resolver.
+    app = await env.app(
+      {},
+      {
+        webhookResolver: async (host) =>
+          host === 'pinned.example.test' ? [{ address: '127.0.0.1', family: 4 }] : systemResolver(host),
+      },
+    );
     await app.listen({ port: 0, host: '127.0.0.1' });
     [admin, user] = await Promise.all([createAdmin(app, env.smtp), createVerifiedUser(app, env.smtp)]);
   });
@@ -273,6 +281,16 @@ describe('webhooks', () => {
       await until(async () => (await deliveries(hook.id))[0]?.status === 'delivered', 'delivered');
       expect(rx.received.filter((r) => r.answered === 200)).toHaveLength(1);
       expect(bodyOf(rx.received[0] as Received).data).toMatchObject({ title: 'while down' });
+    });
+
+    it('connects to the address it checked (pinned), whatever the name', async () => {
+      // The system resolver does not know this name: a delivery proves the connection used the checked answer.
+      const rx = await receiver();
+      const hook = await createHook(`http://pinned.example.test:${rx.port}/hook`, ['notification.created']);
+      await sendTo(user, 'pinned');
+      await rx.until((all) => all.length >= 1);
+      expect(rx.received[0]?.host).toBe(`pinned.example.test:${rx.port}`);
+      expect(verifySignature(hook.secret, rx.received[0] as Received)).toBe(true);
     });
 
     it('never follows a redirect: a 3xx is a failed attempt', async () => {
