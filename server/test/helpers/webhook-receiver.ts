@@ -36,7 +36,7 @@ export interface WebhookReceiver {
 
 export async function startReceiver(): Promise<WebhookReceiver> {
   const received: Received[] = [];
-  const hung: http.ServerResponse[] = [];
+  const hung: Array<{ res: http.ServerResponse; r: Received }> = [];
   const waiters = new Set<() => void>();
   let server: http.Server;
   let port = 0;
@@ -55,7 +55,7 @@ export async function startReceiver(): Promise<WebhookReceiver> {
       };
       received.push(r);
       const answer = receiver.respond(r);
-      if (answer === 'hang') hung.push(res);
+      if (answer === 'hang') hung.push({ res, r });
       else {
         const { status, headers } = typeof answer === 'number' ? { status: answer, headers: {} } : answer;
         r.answered = status;
@@ -105,10 +105,15 @@ export async function startReceiver(): Promise<WebhookReceiver> {
     up: listen,
     releaseHung() {
       receiver.respond = () => 200;
-      for (const res of hung.splice(0)) if (!res.writableEnded) res.writeHead(200).end('late');
+      for (const { res, r } of hung.splice(0)) {
+        if (res.writableEnded || res.destroyed) continue;
+        r.answered = 200;
+        res.writeHead(200).end('late');
+      }
+      for (const w of [...waiters]) w();
     },
     async close() {
-      for (const res of hung.splice(0)) res.destroy();
+      for (const { res } of hung.splice(0)) res.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
