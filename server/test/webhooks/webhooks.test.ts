@@ -3,6 +3,10 @@
 // chat over a real WebSocket, sign-up); signatures checked with an independent HMAC; retries through 500s and a
 // receiver that is down; redirects not followed; a broadcast queued in bulk with no HTTP call in the request path.
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
@@ -261,6 +265,38 @@ describe('webhooks', () => {
         nextRetryAt: null,
         error: null,
       });
+    });
+
+    it('the README verification snippet accepts a real delivery and refuses a tampered one', async () => {
+      const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8');
+      const snippet = /```js\n(import \{ createHmac[\s\S]*?export function verifyWebhook[\s\S]*?)```/.exec(
+        readme,
+      )?.[1];
+      expect(snippet).toBeDefined();
+      const dir = mkdtempSync(path.join(tmpdir(), 'herald-readme-'));
+      const file = path.join(dir, 'verify.mjs');
+      writeFileSync(file, snippet ?? '');
+      const { verifyWebhook } = (await import(pathToFileURL(file).href)) as {
+        verifyWebhook: (secret: string, headers: Record<string, string>, body: string) => boolean;
+      };
+      rmSync(dir, { recursive: true, force: true });
+
+      const rx = await receiver();
+      const hook = await createHook(rx.url(), ['notification.created']);
+      await sendTo(user, 'readme');
+      await rx.until((all) => all.length >= 1);
+      const r = rx.received[0] as Received;
+      const headers = {
+        'webhook-id': r.id,
+        'webhook-timestamp': String(r.timestamp),
+        'webhook-signature': r.signature,
+      };
+      expect(verifyWebhook(hook.secret, headers, r.body)).toBe(true);
+      expect(verifyWebhook(hook.secret, headers, r.body.replace('readme', 'tampered'))).toBe(false);
+      expect(
+        verifyWebhook(hook.secret, { ...headers, 'webhook-timestamp': String(r.timestamp - 3600) }, r.body),
+      ).toBe(false);
+      expect(verifyWebhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, headers, r.body)).toBe(false);
     });
 
     it('keeps retrying while the receiver is down and delivers once it is back', async () => {
