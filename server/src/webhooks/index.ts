@@ -78,8 +78,8 @@ export async function registerWebhooks(app: FastifyInstance): Promise<void> {
   registerWebhookRoutes(app, service);
   await webhooks.events.refresh();
   webhooks.worker.start();
-  // Stopped with the other workers, before the pools it writes through close; sends in flight finish (each
-  // bounded by WEBHOOK_TIMEOUT_MS) or, cut short, are sent again by another instance once their lease expires.
+  // Stopped with the other workers, before the pools it writes through close; sends still in flight after a
+  // short grace are sent again by another instance once their lease expires.
   lifecycle.onShutdown('close-connections', 'webhooks', async () => {
     unsubscribe();
     webhooks.events.close();

@@ -12,6 +12,8 @@ import { sign } from './secret.js';
 import type { Sender } from './sender.js';
 
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
+/** How long a stopping worker waits for its sends in flight. */
+const STOP_GRACE_MS = 2_000;
 
 export interface WebhookWorkerOptions {
   db: Db;
@@ -183,10 +185,21 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         attemptFailures,
       };
     },
-    /** Stops claiming and waits for the sends in flight (each bounded by WEBHOOK_TIMEOUT_MS). */
+    /**
+     * Stops claiming and gives the sends in flight a short grace to finish and be recorded. One still running
+     * after it (a slow receiver) is not waited for: its lease expires and another instance sends it again
+     * (at least once), rather than holding a rolling restart for up to WEBHOOK_TIMEOUT_MS.
+     */
     async stop() {
       await loop.stop();
-      await Promise.allSettled([...sends]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...sends]),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, STOP_GRACE_MS);
+        }),
+      ]);
+      clearTimeout(timer);
     },
   };
 }
