@@ -39,30 +39,37 @@ async function main() {
     if (created.status !== 201) throw new Error(`key creation failed: ${created.status}`);
     const { key } = (await created.json()) as { key: string };
 
-    const loadBefore = os.loadavg();
-    const result = await autocannon({
-      url: `${base}/admin/notifications/send`,
-      method: 'POST',
-      connections,
-      duration,
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({
-        target: { scope: 'user', identifier: target.id },
-        notification: { type: 'announcement', title: 'Bench', content: 'Sent with an API key' },
-      }),
+    const body = JSON.stringify({
+      target: { scope: 'user', identifier: target.id },
+      notification: { type: 'announcement', title: 'Bench', content: 'Sent with an API key' },
     });
-    console.log(`\n${connections} connections, ${duration} s, one server process`);
-    console.table([
-      {
-        path: 'POST /admin/notifications/send (API key, one user)',
+    const run = async (title: string, auth: Record<string, string>) => {
+      const result = await autocannon({
+        url: `${base}/admin/notifications/send`,
+        method: 'POST',
+        connections,
+        duration,
+        headers: { 'content-type': 'application/json', ...auth },
+        body,
+      });
+      return {
+        path: title,
         'req/s': Math.round(result.requests.average),
         'p50 ms': result.latency.p50,
         'p99 ms': result.latency.p99,
         'max ms': result.latency.max,
         non2xx: result.non2xx,
         errors: result.errors,
-      },
-    ]);
+      };
+    };
+    const loadBefore = os.loadavg();
+    const rows = [
+      await run('POST /admin/notifications/send, API key, one user', { authorization: `Bearer ${key}` }),
+      // The same path with the admin's session cookie: what the key lookup and its rate limit add.
+      await run('same, admin session cookie (baseline)', { cookie, origin: CLUSTER_ORIGIN }),
+    ];
+    console.log(`\n${connections} connections, ${duration} s per row, one server process`);
+    console.table(rows);
     const fmt = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
     console.log(
       `os.loadavg() before: ${fmt(loadBefore)}  after: ${fmt(os.loadavg())}  (${os.cpus().length} cores)`,

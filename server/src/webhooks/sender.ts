@@ -27,8 +27,35 @@ export interface SenderOptions {
   resolve: Resolver;
 }
 
+/** A kept-alive connection pool unused for this long is closed. */
+const AGENT_IDLE_MS = 30_000;
+
 export function createSender(options: SenderOptions) {
-  return async function send(request: SendRequest): Promise<SendResult> {
+  // Kept-alive pools, one per URL origin *and checked address*: a pooled socket is only ever reused for the
+  // address it was connected to, which the current attempt has just checked again.
+  const agents = new Map<string, { agent: http.Agent; usedAt: number }>();
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [key, entry] of agents) {
+      if (now - entry.usedAt < AGENT_IDLE_MS) continue;
+      entry.agent.destroy();
+      agents.delete(key);
+    }
+  }, AGENT_IDLE_MS);
+  sweep.unref();
+  const agentFor = (url: URL, address: string) => {
+    const key = `${url.protocol}//${url.host}|${address}`;
+    let entry = agents.get(key);
+    if (!entry) {
+      const Agent = url.protocol === 'https:' ? https.Agent : http.Agent;
+      entry = { agent: new Agent({ keepAlive: true }), usedAt: 0 };
+      agents.set(key, entry);
+    }
+    entry.usedAt = Date.now();
+    return entry.agent;
+  };
+
+  async function send(request: SendRequest): Promise<SendResult> {
     const url = new URL(request.url);
     let target: Awaited<ReturnType<typeof resolveTarget>>;
     try {
@@ -57,8 +84,7 @@ export function createSender(options: SenderOptions) {
         {
           method: 'POST',
           lookup: pinned,
-          // A fresh connection per attempt: a pooled socket could be to an address checked for another name.
-          agent: false,
+          agent: agentFor(url, target.address),
           headers: {
             ...request.headers,
             'content-type': 'application/json',
@@ -93,7 +119,15 @@ export function createSender(options: SenderOptions) {
       req.on('error', (err) => finish({ ok: false, statusCode: null, error: err.message }));
       req.end(body);
     });
-  };
+  }
+
+  return Object.assign(send, {
+    close() {
+      clearInterval(sweep);
+      for (const { agent } of agents.values()) agent.destroy();
+      agents.clear();
+    },
+  });
 }
 
 export type Sender = ReturnType<typeof createSender>;

@@ -200,6 +200,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         }),
       ]);
       clearTimeout(timer);
+      options.send.close();
     },
   };
 }
