@@ -11,7 +11,7 @@ import { createSecretBox } from './secret.js';
 import { createSender } from './sender.js';
 import { createWebhookService } from './service.js';
 import { type Resolver, systemResolver } from './ssrf.js';
-import { createWebhookWorker, type WebhookWorker } from './worker.js';
+import { createWebhookWorker, PREFETCH, type WebhookWorker } from './worker.js';
 
 export type { WebhookEvent, WebhookEvents, WebhookEventType } from './events.js';
 export { WEBHOOK_EVENT_TYPES } from './events.js';
@@ -53,8 +53,9 @@ export function createWebhooks(deps: {
     retryWindowMs: config.WEBHOOK_RETRY_WINDOW_MS,
     perEndpoint: config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
     total: config.WEBHOOK_CONCURRENCY,
-    // Longer than any send (timeout) plus recording it: a live worker's row is never claimed twice.
-    leaseMs: config.WEBHOOK_TIMEOUT_MS * 2 + 5_000,
+    // Longer than a buffered row can wait behind its endpoint's slots (PREFETCH sends at most, each bounded by
+    // the timeout) plus its own send and recording it: a live worker's row is never claimed twice.
+    leaseMs: config.WEBHOOK_TIMEOUT_MS * (PREFETCH + 1) + 5_000,
   });
   events.onQueued(() => worker.kick());
   return { events, worker, resolve, secrets };

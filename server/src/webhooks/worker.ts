@@ -1,8 +1,9 @@
 // Owns sending the queued deliveries (docs/architecture.md, "Webhooks"). Every instance runs one worker. A
 // round claims due rows with a lease (FOR UPDATE SKIP LOCKED), round-robin across endpoints — each endpoint's
-// first due row, then each one's second, … — and only for endpoints with a free send slot on this instance.
-// Sends are not awaited by the round: a slow or dead endpoint fills its own WEBHOOK_CONCURRENCY_PER_ENDPOINT
-// slots and is skipped by later claims, while every other endpoint keeps being served.
+// first due row, then each one's second, … — into a small per-endpoint buffer (PREFETCH send slots' worth, so
+// one claim feeds many sends); each endpoint's WEBHOOK_CONCURRENCY_PER_ENDPOINT send slots take rows from its
+// own buffer. Sends are not awaited by the round: a slow or dead endpoint fills its own slots and buffer and is
+// skipped by later claims, while every other endpoint keeps being served.
 import { sql } from 'drizzle-orm';
 import { type Db, rowsOf } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
@@ -12,6 +13,8 @@ import { sign } from './secret.js';
 import type { Sender } from './sender.js';
 
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
+/** Rows claimed ahead per send slot: one claim statement then feeds several sends. */
+export const PREFETCH = 4;
 /** How long a stopping worker waits for its sends in flight. */
 const STOP_GRACE_MS = 2_000;
 
@@ -54,12 +57,19 @@ interface Claimed {
 export function createWebhookWorker(options: WebhookWorkerOptions) {
   const { db, logger } = options;
   const inflight = new Map<string, number>();
+  /** Claimed rows waiting for a send slot of their endpoint. */
+  const buffers = new Map<string, Claimed[]>();
   let total = 0;
+  let buffered = 0;
   let attemptFailures = 0;
   const sends = new Set<Promise<void>>();
+  const perEndpointHeld = options.perEndpoint * PREFETCH;
 
   const claim = async (limit: number): Promise<Claimed[]> => {
-    const busy = Object.fromEntries(inflight);
+    // Rows this instance already holds per endpoint (in flight or buffered).
+    const busy: Record<string, number> = {};
+    for (const [id, n] of inflight) busy[id] = n;
+    for (const [id, rows] of buffers) busy[id] = (busy[id] ?? 0) + rows.length;
     return rowsOf<Claimed>(
       await db.execute(sql`
         with busy as (
@@ -74,10 +84,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
               select w.id, w.next_attempt_at from webhook_delivery w
               where w.endpoint_id = e.id and ${dueAndUnleased('w')}
               order by w.next_attempt_at, w.id
-              limit ${options.perEndpoint}
+              limit ${perEndpointHeld}
               for update skip locked) d
           ) x
-          where x.rn + x.n <= ${options.perEndpoint}
+          where x.rn + x.n <= ${perEndpointHeld}
           order by x.rn, x.next_attempt_at, x.id
           limit ${limit})
         update webhook_delivery w
@@ -140,6 +150,17 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     }
   };
 
+  /** Starts sends for the endpoint while it has free slots and buffered rows. */
+  const pump = (endpointId: string) => {
+    const buffer = buffers.get(endpointId);
+    while (buffer && buffer.length > 0 && (inflight.get(endpointId) ?? 0) < options.perEndpoint) {
+      const row = buffer.shift() as Claimed;
+      buffered--;
+      if (buffer.length === 0) buffers.delete(endpointId);
+      dispatch(row);
+    }
+  };
+
   const dispatch = (row: Claimed) => {
     inflight.set(row.endpoint_id, (inflight.get(row.endpoint_id) ?? 0) + 1);
     total++;
@@ -149,8 +170,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       else inflight.set(row.endpoint_id, n);
       total--;
       sends.delete(p);
-      // A slot is free: claim the next row now rather than at the next poll.
-      loop.kick();
+      if (loop.stopped) return;
+      pump(row.endpoint_id);
+      // Running low: claim more now rather than at the next poll.
+      if ((buffers.get(row.endpoint_id)?.length ?? 0) <= options.perEndpoint) loop.kick();
     });
     sends.add(p);
   };
@@ -160,15 +183,35 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     pollMs: options.pollMs,
     logger,
     round: async () => {
+      const capacity = options.total * PREFETCH;
       while (!loop.stopped) {
-        const free = options.total - total;
+        const free = capacity - total - buffered;
         if (free <= 0) return;
         const rows = await claim(free);
-        for (const row of rows) dispatch(row);
+        for (const row of rows) {
+          const buffer = buffers.get(row.endpoint_id) ?? [];
+          buffer.push(row);
+          buffers.set(row.endpoint_id, buffer);
+          buffered++;
+        }
+        for (const endpointId of new Set(rows.map((r) => r.endpoint_id))) pump(endpointId);
         if (rows.length < free) return;
       }
     },
   });
+
+  /** Hands buffered rows back at once (their attempt never started) instead of leaving them to the lease. */
+  const release = async () => {
+    const ids = [...buffers.values()].flat().map((r) => r.id);
+    buffers.clear();
+    buffered = 0;
+    if (ids.length === 0) return;
+    await db
+      .execute(sql`
+        update webhook_delivery set locked_until = null, attempts = attempts - 1
+        where id = any(${`{${ids.join(',')}}`}::bigint[]) and status = 'pending'`)
+      .catch((err: unknown) => logger.warn({ err }, 'webhook worker: buffered rows left to their lease'));
+  };
 
   return {
     start: () => loop.start(),
@@ -192,6 +235,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
      */
     async stop() {
       await loop.stop();
+      await release();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         Promise.allSettled([...sends]),
