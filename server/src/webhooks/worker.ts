@@ -99,15 +99,40 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     );
   };
 
+  // Successes are written in batches: one statement for every delivery that finished while the previous write
+  // ran (at least once: a success lost to a crash before its write is simply sent again).
+  let delivered: Array<{ id: string; code: number | null; at: string }> = [];
+  let writing: Promise<void> | undefined;
+  const writeDelivered = (): Promise<void> => {
+    if (writing) return writing;
+    writing = (async () => {
+      while (delivered.length > 0) {
+        const batch = delivered;
+        delivered = [];
+        try {
+          await db.execute(sql`
+            update webhook_delivery w set status = 'delivered', delivered_at = x.at, locked_until = null,
+              last_status_code = x.code, last_error = null
+            from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as x(id bigint, code int, at timestamptz)
+            where w.id = x.id and w.status = 'pending'`);
+        } catch (err) {
+          // The leases expire and the rows are sent again: at least once.
+          logger.warn({ err, deliveries: batch.length }, 'webhook deliveries not recorded');
+        }
+      }
+    })().finally(() => {
+      writing = undefined;
+    });
+    return writing;
+  };
+
   const record = async (
     row: Claimed,
     result: { ok: boolean; statusCode: number | null; error: string | null },
   ) => {
     if (result.ok) {
-      await db.execute(sql`
-        update webhook_delivery set status = 'delivered', delivered_at = now(), locked_until = null,
-          last_status_code = ${result.statusCode}, last_error = null
-        where id = ${row.id}::bigint and status = 'pending'`);
+      delivered.push({ id: row.id, code: result.statusCode, at: new Date().toISOString() });
+      await writeDelivered();
       return;
     }
     attemptFailures++;
@@ -244,6 +269,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         }),
       ]);
       clearTimeout(timer);
+      await writeDelivered();
       options.send.close();
     },
   };
