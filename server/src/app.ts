@@ -46,6 +46,8 @@ import { createLifecycle } from './ops/lifecycle.js';
 import { registerMetrics } from './ops/metrics.js';
 import { createHeraldMetrics, installHttpMetrics } from './ops/prometheus.js';
 import { createRealtime, registerRealtimeTestRoutes } from './realtime/index.js';
+import { createWebhooks, registerWebhooks } from './webhooks/index.js';
+import type { Resolver } from './webhooks/ssrf.js';
 
 export type { AppContext } from './context.js';
 
@@ -56,6 +58,8 @@ export interface BuildOptions {
   prettyLogs?: boolean;
   /** Where log lines go instead of stdout (tests read what was logged). */
   logStream?: { write(line: string): void };
+  /** Host resolution for webhook targets (a test changes the DNS answer between check and delivery). */
+  webhookResolver?: Resolver;
 }
 
 export type App = FastifyInstance;
@@ -194,6 +198,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     { host: config.SMTP_HOST, port: config.SMTP_PORT },
     config.SMTP_VERIFY_TIMEOUT_MS,
   );
+  // Before the features that queue events (email outbox, auth, notifications, chat) are built.
+  const webhooks = createWebhooks({
+    config,
+    db: database.db,
+    logger,
+    ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
+  });
   const outbox = createEmailOutbox({
     db: database.db,
     mailer,
@@ -201,6 +212,22 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     pollMs: config.EMAIL_QUEUE_POLL_MS,
     maxAttempts: config.EMAIL_MAX_ATTEMPTS,
     retryBaseMs: config.EMAIL_RETRY_BASE_MS,
+    onOutcome: (tx, outcome) =>
+      webhooks.events
+        .enqueue(tx, [
+          {
+            type: outcome.status === 'sent' ? 'email.sent' : 'email.failed',
+            data: {
+              id: outcome.id,
+              to: outcome.to,
+              subject: outcome.subject,
+              kind: outcome.kind,
+              attempts: outcome.attempts,
+              error: outcome.error,
+            },
+          },
+        ])
+        .then(() => undefined),
   });
   const lifecycle = createLifecycle({
     logger,
@@ -237,7 +264,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   realtime.onRecovered(() => {
     void revocation.drain();
   });
-  const auth = createAuth({ config, db: database.db, store, outbox, logger, realtime, revocation });
+  const auth = createAuth({
+    config,
+    db: database.db,
+    store,
+    outbox,
+    logger,
+    realtime,
+    revocation,
+    webhookEvents: webhooks.events,
+  });
   const sessions = createSessionResolver(auth, { store, db: database.db, logger, revocation });
 
   app.decorate('ctx', {
@@ -254,6 +290,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     lifecycle,
     metrics,
     overload,
+    webhooks,
   });
   app.decorateRequest('auth', null);
 
@@ -311,6 +348,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerApiKeys(app);
   registerAdmin(app);
   registerChat(app);
+  await registerWebhooks(app);
 
   // ops
   registerHealth(app);

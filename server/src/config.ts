@@ -230,6 +230,19 @@ export const EnvSchema = z.object({
   EMAIL_MAX_ATTEMPTS: int(8, 1),
   // First retry delay of a failed notification email; doubles per attempt (capped at 1 h).
   EMAIL_RETRY_BASE_MS: int(5_000, 10),
+  // Webhooks (docs/architecture.md, "Webhooks"): how often each instance looks for due deliveries (new events
+  // queued on the same instance are sent at once), and how long a failing delivery keeps being retried.
+  WEBHOOK_QUEUE_POLL_MS: int(1_000, 20),
+  // First retry delay; doubles per attempt (full jitter, capped at 1 h) until WEBHOOK_RETRY_WINDOW_MS has passed.
+  WEBHOOK_RETRY_BASE_MS: int(10_000, 10),
+  WEBHOOK_RETRY_WINDOW_MS: int(25 * 60 * 60 * 1000, 1000),
+  // Per attempt: the receiver must answer (headers and body) within this, and at most 64 KiB of body is read.
+  WEBHOOK_TIMEOUT_MS: int(10_000, 50, 120_000),
+  // Concurrent sends per endpoint, and in total, on one instance.
+  WEBHOOK_CONCURRENCY_PER_ENDPOINT: int(4, 1, 100),
+  WEBHOOK_CONCURRENCY: int(64, 1, 1000),
+  // Private, loopback and link-local target addresses are refused unless this is true (development, tests).
+  WEBHOOK_ALLOW_PRIVATE_URLS: bool(false),
   // An SSE client whose unsent bytes exceed this is dropped (it reconnects and resumes).
   SSE_MAX_BUFFERED_BYTES: int(1024 * 1024, 1024),
   // Open notification streams per user and per client IP on one instance; more → 429 TOO_MANY_STREAMS.
@@ -392,6 +405,7 @@ const HERALD_PREFIXES = [
   'CHAT_',
   'SSE_',
   'EMAIL_',
+  'WEBHOOK_',
   'RETENTION_',
   'SHUTDOWN_',
   'METRICS_',

@@ -13,6 +13,7 @@ import type { Store } from './infra/store.js';
 import type { Lifecycle } from './ops/lifecycle.js';
 import type { HeraldMetrics } from './ops/prometheus.js';
 import type { Realtime } from './realtime/index.js';
+import type { Webhooks } from './webhooks/index.js';
 
 export interface AppContext {
   config: Config;
@@ -31,6 +32,8 @@ export interface AppContext {
    */
   revocation: Revocation;
   lifecycle: Lifecycle;
+  /** Outgoing webhooks: `webhooks.events.enqueue(tx, …)` queues events; the worker sends them (webhooks/). */
+  webhooks: Webhooks;
   /** This app's Prometheus registry and the histograms the hot paths observe into (ops/prometheus.ts). */
   metrics: HeraldMetrics;
   /** Overload protection (http/overload.ts): health reports it, the guard refuses requests while it holds. */

@@ -14,6 +14,7 @@ import { actionEmail, type Mail } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
 import type { Store } from '../infra/store.js';
 import type { Realtime, UserDisconnect } from '../realtime/index.js';
+import type { WebhookEvents } from '../webhooks/events.js';
 import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
 
 export { AUTH_STORE_PREFIX } from './revocation.js';
@@ -94,6 +95,8 @@ export interface AuthDeps {
   realtime?: Pick<Realtime, 'disconnectUser'>;
   /** Durable repair of auth store writes lost to an outage, and the per-user revocation markers. */
   revocation: Revocation;
+  /** Queues the user.created webhook event (webhooks/events.ts). */
+  webhookEvents?: Pick<WebhookEvents, 'enqueue'>;
 }
 
 /**
@@ -141,7 +144,16 @@ function disconnectReason(path: string | undefined): UserDisconnect['reason'] {
   return 'session_revoked';
 }
 
-export function createAuth({ config, db, store, outbox, logger, realtime, revocation }: AuthDeps) {
+export function createAuth({
+  config,
+  db,
+  store,
+  outbox,
+  logger,
+  realtime,
+  revocation,
+  webhookEvents,
+}: AuthDeps) {
   const feLink = (page: string, token: string) =>
     `${config.FE_BASE_URL}/${page}?token=${encodeURIComponent(token)}`;
   const send = async (kind: 'verify' | 'reset' | 'magic-link', token: string, mail: Mail) => {
@@ -338,6 +350,30 @@ export function createAuth({ config, db, store, outbox, logger, realtime, revoca
           after: async (user) => {
             // Social sign-up with a provider-verified email is the "verify" moment for such accounts.
             if (user.emailVerified) await promoteIfListed(user.id);
+            // Right after the insert (better-auth gives no hook inside its transaction). Named fields only,
+            // so nothing internal ever reaches a receiver.
+            if (webhookEvents) {
+              const u = user as typeof user & { role?: string | null };
+              await webhookEvents
+                .enqueue(db, [
+                  {
+                    type: 'user.created',
+                    data: {
+                      id: u.id,
+                      name: u.name,
+                      email: u.email,
+                      emailVerified: u.emailVerified,
+                      image: u.image ?? null,
+                      role: u.role ?? 'user',
+                      createdAt: new Date(u.createdAt).toISOString(),
+                      updatedAt: new Date(u.updatedAt).toISOString(),
+                    },
+                  },
+                ])
+                .catch((err: unknown) =>
+                  logger.error({ err, userId: u.id }, 'user.created webhook not queued'),
+                );
+            }
           },
         },
       },

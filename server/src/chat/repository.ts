@@ -4,6 +4,7 @@ import { and, desc, eq, lt, or, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../infra/db.js';
 import { rowsOf } from '../infra/db.js';
 import { chatMessage } from '../infra/schema/chat.js';
+import type { WebhookEvents } from '../webhooks/events.js';
 import type { ChatMessage } from './protocol.js';
 
 type Row = typeof chatMessage.$inferSelect;
@@ -53,7 +54,10 @@ export interface ChatRepository {
   before(cursor: HistoryCursor, limit: number): Promise<ChatMessage[] | null>;
 }
 
-export function createChatRepository(db: Db): ChatRepository {
+export function createChatRepository(
+  db: Db,
+  webhooks?: Pick<WebhookEvents, 'enqueue' | 'wants'>,
+): ChatRepository {
   const newestFirst = [desc(chatMessage.createdAt), desc(chatMessage.seq)];
   const ownedBy = (id: string, actor: Actor): SQL | undefined =>
     actor.isAdmin
@@ -71,18 +75,35 @@ export function createChatRepository(db: Db): ChatRepository {
 
   return {
     async insert(input) {
-      const inserted = await db
-        .insert(chatMessage)
-        .values({
-          userId: input.userId,
-          userName: input.userName,
-          userAvatar: input.userAvatar,
-          message: input.message,
-          clientMessageId: input.clientMessageId ?? null,
-          createdAt: NOW_MS,
-        })
-        .onConflictDoNothing({ target: [chatMessage.userId, chatMessage.clientMessageId] })
-        .returning();
+      const insertRow = (exec: Pick<Db, 'insert'>) =>
+        exec
+          .insert(chatMessage)
+          .values({
+            userId: input.userId,
+            userName: input.userName,
+            userAvatar: input.userAvatar,
+            message: input.message,
+            clientMessageId: input.clientMessageId ?? null,
+            createdAt: NOW_MS,
+          })
+          .onConflictDoNothing({ target: [chatMessage.userId, chatMessage.clientMessageId] })
+          .returning();
+      // With a subscriber, the chat.message.created event is queued in the insert's transaction; without one,
+      // the insert stays a single statement.
+      const inserted =
+        webhooks?.wants('chat.message.created') === true
+          ? await db.transaction(async (tx) => {
+              const rows = await insertRow(tx);
+              const stored = rows[0];
+              if (stored) {
+                const message = toChatMessage(stored);
+                await webhooks.enqueue(tx, [
+                  { type: 'chat.message.created', data: message, at: stored.createdAt },
+                ]);
+              }
+              return rows;
+            })
+          : await insertRow(db);
       const row = inserted[0];
       if (row) return { message: toChatMessage(row), created: true };
       if (input.clientMessageId === undefined) throw new Error('chat message insert returned no row');

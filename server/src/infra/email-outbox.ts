@@ -1,8 +1,24 @@
-// Owns the durable email queue every feature sends through (docs/architecture.md, "Email").
-import { sql } from 'drizzle-orm';
+// Owns the durable email queue every feature sends through (docs/architecture.md, "Email"); the claim/lease/
+// backoff mechanics are shared with the webhook queue (infra/queue.ts).
+import { type SQL, sql } from 'drizzle-orm';
 import { type Db, rowsOf } from './db.js';
 import type { Logger } from './logger.js';
 import type { Mail, Mailer } from './mailer.js';
+import { createQueueLoop, dueAndUnleased, inMs, backoffMs as jitteredBackoff } from './queue.js';
+
+/** What an email's final outcome reports to listeners (the email.sent / email.failed webhook events). */
+export interface EmailOutcome {
+  id: string;
+  to: string;
+  subject: string;
+  /** The kind of email, from its dedupe key: `notification`, `auth:verify`, `auth:reset`, `auth:magic-link`. */
+  kind: string;
+  attempts: number;
+  status: 'sent' | 'failed';
+  error: string | null;
+}
+
+type Executor = Pick<Db, 'execute'>;
 
 export interface OutboxEmail extends Mail {
   dedupeKey: string;
@@ -19,6 +35,11 @@ export interface EmailOutboxOptions {
   batchSize?: number;
   /** How long a claimed row stays invisible to other workers. */
   leaseMs?: number;
+  /**
+   * Called inside the transaction that records an email's final outcome (sent, or given up), so what it writes
+   * (the webhook queue rows) commits with the outcome or not at all.
+   */
+  onOutcome?: (tx: Executor, outcome: EmailOutcome) => Promise<void>;
 }
 
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
@@ -28,9 +49,12 @@ const MAX_BACKOFF_MS = 60 * 60 * 1000;
  * outage every queued row would otherwise come due at the same instant on every instance and hit the server at once.
  */
 export function backoffMs(attempts: number, baseMs: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(baseMs * 2 ** Math.max(0, attempts - 1), MAX_BACKOFF_MS);
-  return Math.floor(random() * ceiling);
+  return jitteredBackoff(attempts, baseMs, MAX_BACKOFF_MS, random);
 }
+
+/** `notification:<id>` → `notification`, `auth:verify:<hash>` → `auth:verify`. */
+const kindOf = (dedupeKey: string | null) =>
+  dedupeKey === null ? 'other' : dedupeKey.split(':').slice(0, -1).join(':') || 'other';
 
 export interface OutboxStats {
   /** Rows waiting to be sent (queue depth), cluster-wide. */
@@ -47,10 +71,6 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
   const { db, mailer, logger } = options;
   const batchSize = options.batchSize ?? 20;
   const leaseMs = options.leaseMs ?? 120_000;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let again = false;
-  let stopped = true;
   let attemptFailures = 0;
 
   const claim = async () =>
@@ -61,19 +81,31 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
       text_body: string;
       html_body: string;
       attempts: string | number;
+      dedupe_key: string | null;
     }>(
       await db.execute(sql`
-        update email_outbox set attempts = attempts + 1,
-          locked_until = now() + ${`${leaseMs} milliseconds`}::interval
+        update email_outbox set attempts = attempts + 1, locked_until = ${inMs(leaseMs)}
         where id in (
-          select id from email_outbox
-          where status = 'pending' and next_attempt_at <= now()
-            and (locked_until is null or locked_until < now())
+          select id from email_outbox o
+          where ${dueAndUnleased('o')}
           order by next_attempt_at, id
           limit ${batchSize}
           for update skip locked)
-        returning id::text as id, to_address, subject, text_body, html_body, attempts`),
+        returning id::text as id, to_address, subject, text_body, html_body, attempts, dedupe_key`),
     );
+
+  /** Writes the row's new state; a final outcome is reported to onOutcome in the same transaction. */
+  const settle = async (update: SQL, outcome: EmailOutcome | null) => {
+    const { onOutcome } = options;
+    if (!outcome || !onOutcome) {
+      await db.execute(update);
+      return;
+    }
+    await db.transaction(async (tx) => {
+      await tx.execute(update);
+      await onOutcome(tx, outcome);
+    });
+  };
 
   const drainOnce = async (): Promise<number> => {
     const rows = await claim();
@@ -87,9 +119,18 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
             text: row.text_body,
             html: row.html_body,
           });
-          await db.execute(
+          await settle(
             sql`update email_outbox set status = 'sent', sent_at = now(), locked_until = null, last_error = null
                 where id = ${row.id}::bigint`,
+            {
+              id: row.id,
+              to: row.to_address,
+              subject: row.subject,
+              kind: kindOf(row.dedupe_key),
+              attempts,
+              status: 'sent',
+              error: null,
+            },
           );
         } catch (err) {
           const message = err instanceof Error ? err.message : String(err);
@@ -97,11 +138,21 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
           const giveUp = attempts >= options.maxAttempts;
           const delay = backoffMs(attempts, options.retryBaseMs);
           logger.warn({ emailId: row.id, attempts, giveUp, err: message }, 'email send failed');
-          await db.execute(
+          await settle(
             sql`update email_outbox set status = ${giveUp ? 'failed' : 'pending'}, locked_until = null,
-                  last_error = ${message.slice(0, 500)},
-                  next_attempt_at = now() + ${`${delay} milliseconds`}::interval
+                  last_error = ${message.slice(0, 500)}, next_attempt_at = ${inMs(delay)}
                 where id = ${row.id}::bigint`,
+            giveUp
+              ? {
+                  id: row.id,
+                  to: row.to_address,
+                  subject: row.subject,
+                  kind: kindOf(row.dedupe_key),
+                  attempts,
+                  status: 'failed',
+                  error: message.slice(0, 500),
+                }
+              : null,
           );
         }
       }),
@@ -109,37 +160,16 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
     return rows.length;
   };
 
-  const drain = async () => {
-    do {
-      again = false;
-      try {
-        // Keep going while full batches come back.
-        while (!stopped && (await drainOnce()) === batchSize) {}
-      } catch (err) {
-        logger.warn({ err }, 'email outbox drain failed');
-      }
-    } while (again && !stopped);
-  };
-
-  const kick = () => {
-    if (stopped) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = drain().finally(() => {
-      running = undefined;
-    });
-  };
-
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      kick();
-      schedule();
-    }, options.pollMs);
-    timer.unref();
-  };
+  const loop = createQueueLoop({
+    name: 'email outbox',
+    pollMs: options.pollMs,
+    logger,
+    // Keep going while full batches come back.
+    round: async () => {
+      while (!loop.stopped && (await drainOnce()) === batchSize) {}
+    },
+  });
+  const kick = () => loop.kick();
 
   return {
     /** Queues emails; a dedupe key already queued is ignored. Returns how many were new. */
@@ -158,12 +188,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
       if (rows.length > 0) kick();
       return rows.length;
     },
-    start() {
-      if (!stopped) return;
-      stopped = false;
-      kick();
-      schedule();
-    },
+    start: () => loop.start(),
     kick,
     async stats(): Promise<OutboxStats> {
       const rows = rowsOf<{ status: string; n: string | number }>(
@@ -173,11 +198,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
       return { pending: count('pending'), failed: count('failed'), sent: count('sent'), attemptFailures };
     },
     /** Stops polling and waits for the round in progress. */
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
+    stop: () => loop.stop(),
   };
 }
 

@@ -3,6 +3,7 @@
 import { and, eq, ne, type SQL, sql } from 'drizzle-orm';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import { notification, notificationCursor, notificationPreference } from '../infra/schema/index.js';
+import type { WebhookEvents } from '../webhooks/events.js';
 import {
   type Counts,
   DEFAULT_EMAIL_TYPES,
@@ -210,7 +211,28 @@ async function appendEvents(
   return events;
 }
 
-export function createNotificationRepository(db: Db) {
+/**
+ * Queues notification.created / notification.read webhook events inside the transaction that made the change,
+ * so an event exists exactly when its change committed (one multi-row INSERT per broadcast batch).
+ */
+async function queueWebhooks(
+  webhooks: Pick<WebhookEvents, 'enqueue' | 'wants'> | undefined,
+  tx: Executor,
+  type: 'notification.created' | 'notification.read',
+  notifications: Notification[],
+): Promise<void> {
+  if (!webhooks || notifications.length === 0 || !webhooks.wants(type)) return;
+  await webhooks.enqueue(
+    tx,
+    notifications.map((n) => ({
+      type,
+      data: n,
+      at: new Date(type === 'notification.created' ? n.createdAt : n.updatedAt),
+    })),
+  );
+}
+
+export function createNotificationRepository(db: Db, webhooks?: Pick<WebhookEvents, 'enqueue' | 'wants'>) {
   const exec = async <T>(query: SQL) => rowsOf<T>(await db.execute(query));
 
   return {
@@ -292,6 +314,7 @@ export function createNotificationRepository(db: Db) {
           .returning(FIELDS);
         if (!row) return null;
         const updated = toNotification(row as NotificationRow);
+        if (read) await queueWebhooks(webhooks, tx, 'notification.read', [updated]);
         const events = await appendEvents(
           tx,
           userId,
@@ -317,6 +340,7 @@ export function createNotificationRepository(db: Db) {
         const changed = rows
           .map((r) => toNotification(r as NotificationRow))
           .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+        await queueWebhooks(webhooks, tx, 'notification.read', changed);
         const events = await appendEvents(
           tx,
           userId,
@@ -442,15 +466,16 @@ export function createNotificationRepository(db: Db) {
       // One statement is atomic on its own: no BEGIN/COMMIT round trips.
       // Raw SQL: data-modifying CTEs (insert → cursor upsert → event rows) with `on conflict … where`
       // inference on the partial unique index; bigint seqs come back as text (int8 precision).
-      const rows = rowsOf<{
-        id: string;
-        user_id: string;
-        created_at: Date | string;
-        seq: string;
-        unread: number;
-      }>(
-        await db.execute(
-          sql`with ins as (
+      const write = async (ex: Executor) => {
+        const rows = rowsOf<{
+          id: string;
+          user_id: string;
+          created_at: Date | string;
+          seq: string;
+          unread: number;
+        }>(
+          await ex.execute(
+            sql`with ins as (
                   insert into notification (user_id, type, title, content, metadata, source_key)
                   select u.id, ${t.type}, ${t.title}, ${t.content}, ${JSON.stringify(t.metadata)}::jsonb, ${sourceKey ?? null}
                   from unnest(${textArray(userIds)}) with ordinality as x(id, ord)
@@ -474,28 +499,42 @@ export function createNotificationRepository(db: Db) {
                 )
                 select i.id, i.user_id, i.created_at, c.last_seq::text as seq, c.unread
                 from ins i join cur c on c.user_id = i.user_id`,
-        ),
-      );
-      const created: CreatedNotification[] = rows.map((r) => {
-        const createdAt = iso(r.created_at);
-        return {
-          // The row as inserted: the template's fields (what the statement wrote) plus what the database chose.
-          notification: {
-            id: r.id,
-            userId: r.user_id,
-            type: t.type,
-            title: t.title,
-            content: t.content,
-            metadata: t.metadata,
-            read: false,
-            createdAt,
-            updatedAt: createdAt,
-          },
-          // Seq of new_notification; the statement wrote unread_count_changed at seq + 1 = last_seq.
-          seq: Number(r.seq) - 1,
-          unreadCount: Number(r.unread),
-        };
-      });
+          ),
+        );
+        const created: CreatedNotification[] = rows.map((r) => {
+          const createdAt = iso(r.created_at);
+          return {
+            // The row as inserted: the template's fields (what the statement wrote) plus what the database chose.
+            notification: {
+              id: r.id,
+              userId: r.user_id,
+              type: t.type,
+              title: t.title,
+              content: t.content,
+              metadata: t.metadata,
+              read: false,
+              createdAt,
+              updatedAt: createdAt,
+            },
+            // Seq of new_notification; the statement wrote unread_count_changed at seq + 1 = last_seq.
+            seq: Number(r.seq) - 1,
+            unreadCount: Number(r.unread),
+          };
+        });
+        if (created.length > 0)
+          await queueWebhooks(
+            webhooks,
+            ex,
+            'notification.created',
+            created.map((c) => c.notification),
+          );
+        return created;
+      };
+      // With a subscriber, the webhook rows are queued in the same transaction as the notifications (a crash
+      // between the two cannot lose an event); without one, the batch stays a single statement.
+      const created = webhooks?.wants('notification.created')
+        ? await db.transaction((tx) => write(tx))
+        : await write(db);
       let existing: Notification[] = [];
       if (sourceKey !== undefined && created.length < userIds.length) {
         const got = new Set(created.map((c) => c.notification.userId));

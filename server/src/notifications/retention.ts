@@ -9,6 +9,7 @@ import { createUnreadCache, type UnreadCache } from './unread-cache.js';
 
 // Arbitrary but fixed; distinct from the migration lock.
 const RETENTION_LOCK_KEY = 727_001_043;
+// Finished email and webhook queue rows (their delivery log).
 const FINISHED_EMAIL_KEEP_DAYS = 7;
 const IDEMPOTENCY_KEEP_HOURS = 24;
 
@@ -20,6 +21,8 @@ export interface RetentionResult {
   /** Event-log rows beyond what a resume can replay. */
   eventsDeleted: number;
   emailsDeleted: number;
+  /** Delivered or given-up webhook deliveries older than 7 days (their log). */
+  webhookDeliveriesDeleted: number;
   idempotencyKeysDeleted: number;
 }
 
@@ -110,6 +113,12 @@ export async function runRetention(
                    and created_at < now() - make_interval(days => ${FINISHED_EMAIL_KEEP_DAYS}::int) returning 1)
         select count(*)::int as n from d`),
     );
+    const [hooks] = rowsOf<{ n: number }>(
+      await tx.execute(sql`
+        with d as (delete from webhook_delivery where status <> 'pending'
+                   and created_at < now() - make_interval(days => ${FINISHED_EMAIL_KEEP_DAYS}::int) returning 1)
+        select count(*)::int as n from d`),
+    );
     const [keys] = rowsOf<{ n: number }>(
       await tx.execute(sql`
         with d as (delete from idempotency_key
@@ -124,6 +133,7 @@ export async function runRetention(
       eventsDeleted: Number(events?.n ?? 0),
       overflowDeleted: overflow.reduce((s, r) => s + Number(r.n), 0),
       emailsDeleted: Number(emails?.n ?? 0),
+      webhookDeliveriesDeleted: Number(hooks?.n ?? 0),
       idempotencyKeysDeleted: Number(keys?.n ?? 0),
     };
   });
@@ -134,6 +144,7 @@ export async function runRetention(
       overflowDeleted: 0,
       eventsDeleted: 0,
       emailsDeleted: 0,
+      webhookDeliveriesDeleted: 0,
       idempotencyKeysDeleted: 0,
     };
   // After commit: deleted unread rows change cached unread counts.

@@ -59,6 +59,21 @@ export const MetricsSchema = z
       })
       .optional()
       .describe('durable email queue (absent when the database could not be read)'),
+    webhooks: z
+      .object({
+        pending: z
+          .number()
+          .int()
+          .describe('webhook deliveries queued and not yet delivered (queue depth), cluster-wide'),
+        failed: z
+          .number()
+          .int()
+          .describe('deliveries given up after WEBHOOK_RETRY_WINDOW_MS (last 7 days), cluster-wide'),
+        delivered: z.number().int().describe('deliveries answered with a 2xx (last 7 days), cluster-wide'),
+        attemptFailures: z.number().int().describe('failed delivery attempts on this instance since start'),
+      })
+      .optional()
+      .describe('durable webhook queue (absent when the database could not be read)'),
   })
   .meta({
     example: {
@@ -94,6 +109,7 @@ export const MetricsSchema = z
       },
       bus: { malformedDropped: 0, duplicatesDropped: 0, echoesSkipped: 1200, degradedTransitions: 0 },
       email: { pending: 0, failed: 0, sent: 118, attemptFailures: 2 },
+      webhooks: { pending: 3, failed: 0, delivered: 512, attemptFailures: 7 },
     },
   });
 
@@ -143,6 +159,10 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
     ctx.logger.warn({ err }, 'metrics: email queue figures unavailable');
     return undefined;
   });
+  const webhooks = await ctx.webhooks.worker.stats().catch((err: unknown) => {
+    ctx.logger.warn({ err }, 'metrics: webhook queue figures unavailable');
+    return undefined;
+  });
   const instances: InstanceRecord[] = await realtime.instances();
   return {
     timestamp: now,
@@ -166,6 +186,7 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
       degradedTransitions: stats.degradedTransitions,
     },
     email,
+    webhooks,
   };
 }
 

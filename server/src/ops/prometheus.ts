@@ -97,6 +97,18 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
       'Emails given up after EMAIL_MAX_ATTEMPTS (last 7 days).',
     ),
     emailSent: gauge('herald_email_queue_sent', 'Emails sent (last 7 days), cluster-wide.'),
+    webhookDepth: gauge(
+      'herald_webhook_queue_depth',
+      'Webhook deliveries queued and not yet delivered (queue depth), cluster-wide.',
+    ),
+    webhookFailed: gauge(
+      'herald_webhook_queue_failed',
+      'Webhook deliveries given up after WEBHOOK_RETRY_WINDOW_MS (last 7 days), cluster-wide.',
+    ),
+    webhookDelivered: gauge(
+      'herald_webhook_queue_delivered',
+      'Webhook deliveries answered with a 2xx (last 7 days), cluster-wide.',
+    ),
   };
   const c = {
     published: counter('herald_pubsub_messages_published_total', 'Bus messages published.'),
@@ -114,6 +126,10 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
     emailAttemptFailures: counter(
       'herald_email_send_failures_total',
       'Failed email send attempts on this instance since start.',
+    ),
+    webhookAttemptFailures: counter(
+      'herald_webhook_delivery_failures_total',
+      'Failed webhook delivery attempts on this instance since start (each retry counts).',
     ),
   };
 
@@ -156,6 +172,10 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
       g.emailFailed.set(report.email?.failed ?? Number.NaN);
       g.emailSent.set(report.email?.sent ?? Number.NaN);
       if (report.email) mirror(c.emailAttemptFailures, report.email.attemptFailures);
+      g.webhookDepth.set(report.webhooks?.pending ?? Number.NaN);
+      g.webhookFailed.set(report.webhooks?.failed ?? Number.NaN);
+      g.webhookDelivered.set(report.webhooks?.delivered ?? Number.NaN);
+      if (report.webhooks) mirror(c.webhookAttemptFailures, report.webhooks.attemptFailures);
       return registry.metrics();
     },
   };

@@ -1,12 +1,17 @@
 // API keys end to end over two app instances sharing PostgreSQL and Redis: lifecycle (create → send → scope 403
 // → revoke on A → 401 on B → expired 401), storage (hash only, key never listed), malformed headers, no session
-// from a key, the per-key rate limit shared across instances, access to the admin routes and body validation.
+// from a key, the per-key rate limit shared across instances, access to the admin routes and body validation;
+// then, with real server processes and a private redis-server: the batched last use written on SIGTERM, and
+// the per-instance fallback limit while the store is down.
 import { eq, sql } from 'drizzle-orm';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { rowsOf } from '../../src/infra/db.js';
 import { apiKey } from '../../src/infra/schema/index.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster, type TestCluster } from '../helpers/cluster.js';
+import { startRedisServer, type TestRedis } from '../helpers/redis-server.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
 
 interface CreatedKey {
@@ -286,5 +291,104 @@ describe('API keys', () => {
     const res = await create(a, payload);
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+  });
+});
+
+describe('API keys: last use flushed on graceful shutdown', () => {
+  let cluster: TestCluster;
+  afterAll(async () => {
+    await cluster?.close();
+  });
+
+  it('writes the batched lastUsedAt when the instance gets SIGTERM', async () => {
+    // Far beyond the test: only the shutdown flush can write the last use. One process: the database is where
+    // every other instance reads the time from (GET /admin/api-keys lists the stored value).
+    cluster = await startCluster({ instances: 1, env: { API_KEY_LAST_USED_FLUSH_MS: '600000' } });
+    const admin = await createVerifiedUserOn(cluster, 0);
+    const db = new pg.Client({ connectionString: cluster.db.url });
+    await db.connect();
+    try {
+      await db.query(`update "user" set role = 'admin' where id = $1`, [admin.id]);
+      const signIn = await fetch(`${cluster.url(0)}/auth/sign-in/email`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: CLUSTER_ORIGIN },
+        body: JSON.stringify({ email: admin.email, password: admin.password }),
+      });
+      const cookie = signIn.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0] ?? '')
+        .filter((c) => c && !c.endsWith('='))
+        .join('; ');
+      const headers = { 'content-type': 'application/json', origin: CLUSTER_ORIGIN, cookie };
+      const created = await fetch(`${cluster.url(0)}/admin/api-keys`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: 'flushed', scopes: ['metrics:read'] }),
+      });
+      expect(created.status).toBe(201);
+      const key = (await created.json()) as CreatedKey;
+      const used = await fetch(`${cluster.url(0)}/metrics`, {
+        headers: { authorization: `Bearer ${key.key}` },
+      });
+      expect(used.status).toBe(200);
+      const stored = async () =>
+        (
+          await db.query<{ last_used_at: Date | null }>('select last_used_at from api_key where id = $1', [
+            key.id,
+          ])
+        ).rows[0]?.last_used_at ?? null;
+      expect(await stored()).toBeNull();
+
+      const exit = await cluster.kill(0, 'SIGTERM');
+      expect(exit.code).toBe(0);
+      const at = await stored();
+      expect(at).not.toBeNull();
+      // The time of the use (recorded in memory at the request), not of the shutdown write.
+      expect(at?.getTime()).toBeGreaterThanOrEqual(Date.parse(key.createdAt));
+    } finally {
+      await db.end();
+    }
+  });
+});
+
+describe('API keys: rate limit while the store is down', () => {
+  let redis: TestRedis;
+  let env: TestEnv;
+  afterAll(async () => {
+    await env?.close();
+    await redis?.close();
+  });
+
+  it('falls back to a per-instance limit (still 429 after the limit, never unlimited)', async () => {
+    redis = await startRedisServer();
+    env = await createTestEnv({
+      CACHE_URL: redis.url,
+      API_KEY_RATE_LIMIT_MAX: '3',
+      API_KEY_RATE_LIMIT_WINDOW_S: '60',
+      CACHE_COMMAND_TIMEOUT_MS: '200',
+    });
+    const app = await env.app();
+    const admin = await createAdmin(app, env.smtp);
+    const res = await app.inject({
+      method: 'POST',
+      url: '/admin/api-keys',
+      headers: jsonHeaders(admin.cookie),
+      payload: { name: 'offline', scopes: ['notifications:send'] },
+    });
+    expect(res.statusCode).toBe(201);
+    const { key } = res.json() as CreatedKey;
+    await redis.stop();
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const sent = await app.inject({
+        method: 'POST',
+        url: '/admin/notifications/send',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        payload: sendBody(admin.id, `offline ${i}`),
+      });
+      statuses.push(sent.statusCode);
+    }
+    // The sends themselves work without the store (the database holds the truth); the fourth is over the limit.
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
   });
 });

@@ -117,6 +117,13 @@ describe('OpenAPI document', () => {
     expect(security('get', '/chat/history')).toEqual([{ session: [] }]);
     expect(security('get', '/metrics')).toEqual([{ metricsKey: [] }, { apiKey: [] }, { session: [] }]);
     expect(security('post', '/admin/notifications/send')).toEqual([{ session: [] }, { apiKey: [] }]);
+    for (const [method, path] of [
+      ['post', '/admin/webhooks'],
+      ['get', '/admin/webhooks'],
+      ['delete', '/admin/webhooks/{id}'],
+      ['get', '/admin/webhooks/{id}/deliveries'],
+    ] as const)
+      expect(security(method, path), `${method} ${path}`).toEqual([{ session: [] }]);
     // The API-key scheme is offered on exactly the two routes that take keys.
     const keyed: string[] = [];
     for (const [path, item] of Object.entries(doc.paths)) {

@@ -93,6 +93,23 @@ describe('notification retention', () => {
     expect(await runRetention(app.ctx)).toMatchObject({ ran: true, expiredDeleted: 0, overflowDeleted: 0 });
   });
 
+  it('prunes finished webhook deliveries after 7 days, never pending ones', async () => {
+    const db = app.ctx.database.db;
+    await db.execute(sql`
+      insert into webhook_endpoint (url, events, secret) values ('http://example.test/', '{user.created}', 'x')`);
+    await db.execute(sql`
+      insert into webhook_delivery (endpoint_id, event_id, type, body, status, created_at)
+      select (select id from webhook_endpoint limit 1), 'msg_' || s || a, 'user.created', '{}', s,
+             now() - make_interval(days => a)
+      from unnest(array['delivered', 'failed', 'pending']) s, unnest(array[1, 8]) a`);
+    const result = await runRetention(app.ctx);
+    expect(result.webhookDeliveriesDeleted).toBe(2);
+    const left = rowsOf<{ event_id: string }>(
+      await db.execute(sql`select event_id from webhook_delivery order by event_id`),
+    ).map((r) => r.event_id);
+    expect(left).toEqual(['msg_delivered1', 'msg_failed1', 'msg_pending1', 'msg_pending8']);
+  });
+
   it('runs on one instance at a time (advisory lock)', async () => {
     const client = new pg.Client({ connectionString: env.db.url });
     await client.connect();

@@ -58,7 +58,17 @@ describe('GET /metrics', () => {
     expect(res.headers['cache-control']).toBe('no-store');
     const body = res.json() as Record<string, unknown>;
     expect(Object.keys(body).sort()).toEqual(
-      ['bus', 'chat', 'cluster', 'distributedMode', 'email', 'instanceId', 'pubsub', 'timestamp'].sort(),
+      [
+        'bus',
+        'chat',
+        'cluster',
+        'distributedMode',
+        'email',
+        'instanceId',
+        'pubsub',
+        'timestamp',
+        'webhooks',
+      ].sort(),
     );
     // The admin's verification email went through the durable queue.
     expect(body.email).toMatchObject({ pending: 0, failed: 0, attemptFailures: 0 });

@@ -4,3 +4,4 @@ export * from './auth.js';
 export * from './chat.js';
 export * from './idempotency.js';
 export * from './notifications.js';
+export * from './webhooks.js';

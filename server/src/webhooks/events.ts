@@ -1,0 +1,114 @@
+// Owns the outgoing event catalogue and how features queue events: `webhookEvents.enqueue(tx, events)` inside
+// the transaction that made the change (or right after it). One multi-row INSERT … SELECT per call fans each
+// event out to the endpoints subscribed to its type; when no endpoint subscribes to any of the types (the
+// usual case) nothing is queried at all, thanks to a per-instance cache of the subscribed types.
+import { randomUUID } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { type Db, rowsOf } from '../infra/db.js';
+import type { Logger } from '../infra/logger.js';
+
+export const WEBHOOK_EVENT_TYPES = [
+  'notification.created',
+  'notification.read',
+  'email.sent',
+  'email.failed',
+  'chat.message.created',
+  'user.created',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export interface WebhookEvent {
+  type: WebhookEventType;
+  /** The resource as the API returns it. */
+  data: unknown;
+  /** When it happened (default: now). */
+  at?: Date;
+}
+
+type Executor = Pick<Db, 'execute'>;
+
+/** The bus topic telling every instance that the set of endpoints changed. */
+export const WEBHOOKS_CHANGED_TOPIC = 'webhooks:changed';
+
+export interface WebhookEvents {
+  /** False when no endpoint subscribes to the type (then enqueue would queue nothing). */
+  wants(type: WebhookEventType): boolean;
+  /** Queues the events for every endpoint subscribed to their type; returns how many deliveries were queued. */
+  enqueue(exec: Executor, events: WebhookEvent[]): Promise<number>;
+  /** Re-reads the subscribed types (after a change here or on another instance). */
+  refresh(): Promise<void>;
+  /** Called after deliveries were queued on this instance (the worker sends them at once). */
+  onQueued(listener: () => void): void;
+  close(): void;
+}
+
+export function createWebhookEvents(deps: { db: Db; logger: Logger; refreshMs: number }): WebhookEvents {
+  const { db, logger } = deps;
+  // null = unknown (not loaded yet, or the database failed): then every event is offered to the INSERT, whose
+  // join with the endpoint table decides; a cache may only ever skip work, never events.
+  let subscribed: Set<string> | null = null;
+  let generation = 0;
+  const listeners: Array<() => void> = [];
+
+  const refresh = async () => {
+    const mine = ++generation;
+    try {
+      const rows = rowsOf<{ type: string }>(
+        await db.execute(sql`select distinct unnest(events) as type from webhook_endpoint`),
+      );
+      // A slower, older read must not overwrite a newer one.
+      if (mine === generation) subscribed = new Set(rows.map((r) => r.type));
+    } catch (err) {
+      if (mine === generation) subscribed = null;
+      logger.warn({ err }, 'webhooks: could not read the subscribed event types');
+    }
+  };
+  // The bus message of a change can be lost (store outage): the periodic re-read bounds how long an instance
+  // keeps skipping a type some endpoint now subscribes to.
+  const timer = setInterval(() => void refresh(), deps.refreshMs);
+  timer.unref();
+
+  const wants = (type: WebhookEventType) => subscribed === null || subscribed.has(type);
+
+  return {
+    wants,
+    refresh,
+    async enqueue(exec, events) {
+      const wanted = events.filter((e) => wants(e.type));
+      if (wanted.length === 0) return 0;
+      const records = wanted.map((e) => {
+        const at = e.at ?? new Date();
+        // The body is fixed now: every retry sends (and signs) exactly these bytes.
+        const body = JSON.stringify({ type: e.type, timestamp: at.toISOString(), data: e.data });
+        return { event_id: `msg_${randomUUID().replaceAll('-', '')}`, type: e.type, body };
+      });
+      const rows = rowsOf<{ n: number }>(
+        await exec.execute(sql`
+          with q as (
+            insert into webhook_delivery (endpoint_id, event_id, type, body)
+            select e.id, x.event_id, x.type, x.body
+            from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as x(event_id text, type text, body text)
+            join webhook_endpoint e on x.type = any(e.events)
+            returning 1)
+          select count(*)::int as n from q`),
+      );
+      const queued = Number(rows[0]?.n ?? 0);
+      if (queued > 0) {
+        // The caller's transaction may not have committed yet, so a worker round started at once can miss the
+        // rows: a second nudge shortly after catches those without waiting for the poll.
+        const notify = () => {
+          for (const l of listeners) l();
+        };
+        setImmediate(notify);
+        setTimeout(notify, 50).unref();
+      }
+      return queued;
+    },
+    onQueued(listener) {
+      listeners.push(listener);
+    },
+    close() {
+      clearInterval(timer);
+    },
+  };
+}
