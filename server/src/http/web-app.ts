@@ -12,7 +12,7 @@ import { gzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Config } from '../config.js';
+import { BUILT_IN_SOCIAL_PROVIDERS, type Config } from '../config.js';
 
 /** web/dist of this repository, from server/src/http (tsx) or server/dist/http (build output) alike. */
 export const DEFAULT_WEB_APP_DIR = fileURLToPath(new URL('../../../web/dist', import.meta.url));
@@ -132,18 +132,28 @@ export function registerClientConfig(app: FastifyInstance): void {
         response: {
           200: z.object({
             socialProvider: z
-              .string()
+              .object({
+                id: z.string().describe('Provider id (SOCIAL_PROVIDER)'),
+                signInPath: z
+                  .enum(['/auth/sign-in/social', '/auth/sign-in/oauth2'])
+                  .describe('better-auth route that starts the sign-in (built-in provider or generic OIDC)'),
+              })
               .nullable()
-              .describe('Id of the configured social/OIDC sign-in provider, or null when there is none'),
+              .describe('The configured social/OIDC sign-in provider, or null when there is none'),
           }),
         },
       },
     },
     async (_request, reply) => {
       reply.header('cache-control', 'no-cache');
+      if (!config.SOCIAL_CLIENT_ID || !config.SOCIAL_CLIENT_SECRET) return { socialProvider: null };
+      // The same split as auth.ts: a well-known provider without an issuer is better-auth's built-in one.
+      const builtIn = BUILT_IN_SOCIAL_PROVIDERS.has(config.SOCIAL_PROVIDER) && !config.SOCIAL_ISSUER;
       return {
-        socialProvider:
-          config.SOCIAL_CLIENT_ID && config.SOCIAL_CLIENT_SECRET ? config.SOCIAL_PROVIDER : null,
+        socialProvider: {
+          id: config.SOCIAL_PROVIDER,
+          signInPath: builtIn ? ('/auth/sign-in/social' as const) : ('/auth/sign-in/oauth2' as const),
+        },
       };
     },
   );

@@ -104,7 +104,7 @@ describe('web app serving', () => {
       SOCIAL_CLIENT_SECRET: 'secret',
     });
     expect((await withSocial.inject({ method: 'GET', url: '/client-config' })).json()).toEqual({
-      socialProvider: 'github',
+      socialProvider: { id: 'github', signInPath: '/auth/sign-in/social' },
     });
   });
 
