@@ -11,6 +11,8 @@ import type { ApiKeyService } from '../api-keys/index.js';
 import type { AppContext } from '../context.js';
 import { forbidden, unauthorized } from '../http/errors.js';
 import { ErrorSchema } from '../http/schemas.js';
+// Type-only: declares app.notificationStreams (a decorator) for any program that compiles this file alone.
+import type {} from '../notifications/index.js';
 import type { InstanceRecord } from '../realtime/index.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
 

@@ -12,6 +12,8 @@ interface Toast {
 }
 
 const TOAST_MS = 6_000;
+// Stream errors that mean the session is gone (a restarting server's SHUTTING_DOWN only means reconnect).
+const SESSION_ENDED = new Set(['SESSION_REVOKED', 'SESSION_EXPIRED', 'UNAUTHORIZED']);
 
 export function LiveFeed() {
   const { feed, status, error } = useNotifications();
@@ -35,7 +37,7 @@ export function LiveFeed() {
   // session again, so a page whose session is gone signs out at once instead of at its next request.
   const errorCode = error?.code;
   useEffect(() => {
-    if (errorCode) refetch();
+    if (errorCode && SESSION_ENDED.has(errorCode)) refetch();
   }, [errorCode, refetch]);
 
   const offline = status === 'offline' || status === 'reconnecting';

@@ -1,7 +1,7 @@
 // The inbox: filters (all/read/unread, type, search), pages, and per-item actions. The list is the server's
 // answer to the current query; any live event from the feed (a new notification, a change made in another tab
 // or device, a resync after a reconnect) refetches it, so what is shown is always what the server holds.
-import type { ListResponse, Notification } from '@herald/client';
+import type { ListResponse, Notification, NotificationMetadata } from '@herald/client';
 import { useNotifications } from '@herald/client/react';
 import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react';
 import { errorMessage, formatTime, plural } from '../format';
@@ -11,7 +11,8 @@ type Filter = 'all' | 'read' | 'unread';
 const PAGE_SIZE = 20;
 
 function Actions({ notification }: { notification: Notification }) {
-  const actions = notification.metadata?.actions ?? [];
+  // The stored metadata was validated against the metadata schema when the notification was created.
+  const actions = (notification.metadata as NotificationMetadata | undefined)?.actions ?? [];
   if (actions.length === 0) return null;
   return (
     <div className="item-links">
@@ -28,6 +29,12 @@ function Actions({ notification }: { notification: Notification }) {
       ))}
     </div>
   );
+}
+
+function Priority({ notification }: { notification: Notification }) {
+  const priority = (notification.metadata as NotificationMetadata | undefined)?.priority;
+  if (priority !== 'high' && priority !== 'urgent') return null;
+  return <span className="tag tag-warning">{priority}</span>;
 }
 
 export function NotificationsPage() {
@@ -221,9 +228,7 @@ export function NotificationsPage() {
             <li key={n.id} className={n.read ? 'item' : 'item unread'} data-testid="notification-item">
               <div className="item-head">
                 <span className={`tag tag-${n.type}`}>{typeLabel(n.type)}</span>
-                {n.metadata?.priority === 'high' || n.metadata?.priority === 'urgent' ? (
-                  <span className="tag tag-warning">{n.metadata.priority}</span>
-                ) : null}
+                <Priority notification={n} />
                 <time dateTime={n.createdAt}>{formatTime(n.createdAt)}</time>
               </div>
               <h2 className="item-title">

@@ -1,0 +1,495 @@
+// The chat socket (docs/chat-protocol.md): reconnects according to the close code, keeps the message list,
+// presence and typing indicators, and makes `send` resolve once the server stored the message. Every send carries a
+// clientMessageId, so re-sending the unconfirmed ones after a reconnect never stores a message twice.
+import { Backoff } from './backoff.js';
+import type {
+  ChatCloseCodes,
+  ChatHistoryResponse,
+  ChatMessage,
+  ChatServerEvent,
+  PresenceCounts,
+} from './contract.js';
+import { type ClientEnvironment, interruptibleSleep } from './environment.js';
+import type { Http } from './http.js';
+import { Store } from './store.js';
+
+export type ChatStatus = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed' | 'banned';
+
+export interface ChatState {
+  status: ChatStatus;
+  connectionId: string | null;
+  userId: string | null;
+  role: 'guest' | 'member' | 'admin' | null;
+  instanceId: string | null;
+  /** Oldest first. */
+  messages: ChatMessage[];
+  /** Older messages can be loaded with loadOlder(). */
+  hasMore: boolean;
+  presence: PresenceCounts | null;
+  typing: Array<{ userId: string; userName: string }>;
+  /** Epoch ms until which sends are throttled, or null. */
+  throttledUntil: number | null;
+  error: { code: string; message: string } | null;
+}
+
+export interface ChatClient {
+  connect(): void;
+  disconnect(): void;
+  getState(): ChatState;
+  subscribe(listener: (s: ChatState) => void): () => void;
+  send(message: string, opts?: { clientMessageId?: string }): Promise<ChatMessage>;
+  edit(messageId: string, message: string): void;
+  remove(messageId: string): void;
+  setTyping(isTyping: boolean): void;
+  loadOlder(limit?: number): Promise<number>;
+  /** Keeps the socket open while held (reference counted, for components); the returned function releases. */
+  retain(): () => void;
+}
+
+/** The parts of a WebSocket the client uses: the browser's WebSocket and the `ws` package both fit. */
+export interface WebSocketLike {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason: string }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
+}
+
+/** Opens a socket to `url`. Browsers: `(url) => new WebSocket(url)` (the default); Node: `ws` with headers. */
+export type WebSocketFactory = (url: string) => WebSocketLike;
+
+/** A send refused by the server (its `error` code, or THROTTLED, CLOSED, BANNED…). */
+export class HeraldChatError extends Error {
+  override readonly name = 'HeraldChatError';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+// The server's close codes (docs/chat-protocol.md); checked against the server's constants at compile time.
+export const ChatCloseCode = {
+  GOING_AWAY: 1001,
+  POLICY: 1008,
+  TOO_BIG: 1009,
+  SESSION_ENDED: 4001,
+  ABUSE: 4029,
+} as const satisfies ChatCloseCodes;
+
+/** Limits mirrored from the protocol so obviously refused frames are not sent (the server re-checks). */
+const MAX_FRAME_BYTES = 16 * 1024;
+const HISTORY_ON_CONNECT = 100;
+const OPEN = 1;
+
+export interface ChatOptions {
+  /** First reconnect window (ms, default 500). */
+  baseDelayMs?: number;
+  /** Largest reconnect window (ms, default 30000). */
+  maxDelayMs?: number;
+  /** Least wait after a 4029 abuse close (ms, default 15000), jitter added on top. */
+  abuseDelayMs?: number;
+  /** A typing indicator disappears after this long without a refresh (ms, default 6000). */
+  typingTimeoutMs?: number;
+}
+
+export interface ChatDeps {
+  http: Http;
+  url: string;
+  createSocket: WebSocketFactory;
+  env: ClientEnvironment;
+  random: () => number;
+  /** Re-reads the session after a 4001 close; resolves true when a session exists. */
+  checkSession: () => Promise<boolean>;
+  uuid: () => string;
+  options?: ChatOptions;
+}
+
+type Outcome = { kind: 'send'; cmid: string } | { kind: 'edit' | 'delete'; messageId: string };
+
+interface PendingSend {
+  message: string;
+  resolve: (m: ChatMessage) => void;
+  reject: (e: HeraldChatError) => void;
+}
+
+export const initialChatState: ChatState = {
+  status: 'idle',
+  connectionId: null,
+  userId: null,
+  role: null,
+  instanceId: null,
+  messages: [],
+  hasMore: false,
+  presence: null,
+  typing: [],
+  throttledUntil: null,
+  error: null,
+};
+
+const byTime = (a: ChatMessage, b: ChatMessage) =>
+  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+
+/**
+ * The list after a (re)connect's history: messages older than the history's first one are kept (pages loaded
+ * with loadOlder), the history's window is taken as the server has it now (edits and deletes while away).
+ */
+export function mergeHistory(current: ChatMessage[], history: ChatMessage[]): ChatMessage[] {
+  const sorted = [...history].sort(byTime);
+  const first = sorted[0];
+  if (!first) return [];
+  const older = current.filter((m) => byTime(m, first) < 0 && !sorted.some((h) => h.id === m.id));
+  return [...older, ...sorted];
+}
+
+export function createChatClient(deps: ChatDeps): ChatClient {
+  const opts = {
+    baseDelayMs: deps.options?.baseDelayMs ?? 500,
+    maxDelayMs: deps.options?.maxDelayMs ?? 30_000,
+    abuseDelayMs: deps.options?.abuseDelayMs ?? 15_000,
+    typingTimeoutMs: deps.options?.typingTimeoutMs ?? 6000,
+  };
+  const store = new Store<ChatState>(initialChatState);
+  const backoff = new Backoff({ baseMs: opts.baseDelayMs, capMs: opts.maxDelayMs, random: deps.random });
+  const pending = new Map<string, PendingSend>();
+  /** Operations sent on the current socket awaiting their result; the server answers a socket in order. */
+  let outcomes: Outcome[] = [];
+  const typingTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  let manual = false;
+  let holders = 0;
+  let socket: WebSocketLike | null = null;
+  let run: AbortController | null = null;
+  let everOpened = false;
+  /** Older pages were loaded: a reconnect's history must not reset hasMore. */
+  let pagedOlder = false;
+  let lastTypingTrue = 0;
+
+  const set = (patch: Partial<ChatState>) => store.update(patch);
+
+  const transmit = (frame: Record<string, unknown>): boolean => {
+    if (!socket || socket.readyState !== OPEN || store.get().status !== 'open') return false;
+    socket.send(JSON.stringify(frame));
+    return true;
+  };
+
+  const sendPending = (cmid: string, p: PendingSend) => {
+    if (transmit({ type: 'send_message', message: p.message, clientMessageId: cmid })) {
+      outcomes.push({ kind: 'send', cmid });
+    }
+  };
+
+  const rejectAll = (code: string, message: string) => {
+    for (const [, p] of pending) p.reject(new HeraldChatError(code, message));
+    pending.clear();
+    outcomes = [];
+  };
+
+  /** Removes the first outcome matching `pred` (normally the head: replies come in order). */
+  const settle = (pred: (o: Outcome) => boolean) => {
+    const i = outcomes.findIndex(pred);
+    if (i >= 0) outcomes.splice(i, 1);
+  };
+
+  const failHead = (code: string, message: string) => {
+    const head = outcomes.shift();
+    if (head?.kind !== 'send') return;
+    const p = pending.get(head.cmid);
+    pending.delete(head.cmid);
+    p?.reject(new HeraldChatError(code, message));
+  };
+
+  const clearTyping = (userId: string) => {
+    clearTimeout(typingTimers.get(userId));
+    typingTimers.delete(userId);
+    const typing = store.get().typing;
+    if (typing.some((t) => t.userId === userId)) set({ typing: typing.filter((t) => t.userId !== userId) });
+  };
+
+  const upsert = (message: ChatMessage) => {
+    const messages = store.get().messages;
+    const i = messages.findIndex((m) => m.id === message.id);
+    if (i >= 0) {
+      const next = messages.slice();
+      next[i] = message;
+      set({ messages: next });
+    } else {
+      const last = messages[messages.length - 1];
+      // Usually the newest: append; otherwise keep the order.
+      const next = [...messages, message];
+      if (last && byTime(last, message) > 0) next.sort(byTime);
+      set({ messages: next });
+    }
+  };
+
+  const onEvent = (event: ChatServerEvent) => {
+    switch (event.type) {
+      case 'connected':
+        backoff.reset();
+        everOpened = true;
+        set({
+          status: 'open',
+          connectionId: event.connectionId,
+          userId: event.userId,
+          role: event.role,
+          instanceId: event.instanceId,
+          error: null,
+        });
+        // Re-send what was not confirmed; the server answers a known clientMessageId with the stored message.
+        outcomes = [];
+        for (const [cmid, p] of pending) sendPending(cmid, p);
+        return;
+      case 'message_history': {
+        const messages = mergeHistory(store.get().messages, event.messages);
+        set({
+          messages,
+          hasMore: pagedOlder ? store.get().hasMore : event.messages.length >= HISTORY_ON_CONNECT,
+        });
+        return;
+      }
+      case 'new_message': {
+        upsert(event.message);
+        const cmid = event.message.clientMessageId;
+        if (cmid !== undefined && event.message.userId === store.get().userId) {
+          settle((o) => o.kind === 'send' && o.cmid === cmid);
+          const p = pending.get(cmid);
+          if (p) {
+            pending.delete(cmid);
+            p.resolve(event.message);
+          }
+        }
+        return;
+      }
+      case 'message_updated':
+        upsert(event.message);
+        settle((o) => o.kind === 'edit' && o.messageId === event.message.id);
+        return;
+      case 'message_deleted':
+        set({ messages: store.get().messages.filter((m) => m.id !== event.messageId) });
+        settle((o) => o.kind === 'delete' && o.messageId === event.messageId);
+        return;
+      case 'messages_purged':
+        set({ messages: store.get().messages.filter((m) => m.userId !== event.userId) });
+        return;
+      case 'presence':
+        set({ presence: { guests: event.guests, members: event.members, admins: event.admins } });
+        return;
+      case 'typing': {
+        if (!event.isTyping) return clearTyping(event.userId);
+        clearTimeout(typingTimers.get(event.userId));
+        typingTimers.set(
+          event.userId,
+          setTimeout(() => clearTyping(event.userId), opts.typingTimeoutMs),
+        );
+        const typing = store.get().typing.filter((t) => t.userId !== event.userId);
+        set({ typing: [...typing, { userId: event.userId, userName: event.userName }] });
+        return;
+      }
+      case 'user_disconnected':
+        clearTyping(event.userId);
+        return;
+      case 'throttled':
+        set({ throttledUntil: Date.now() + event.retryAfterMs });
+        failHead('THROTTLED', `Too many messages; retry in ${Math.ceil(event.retryAfterMs / 1000)} s`);
+        return;
+      case 'error':
+        set({ error: { code: event.code, message: event.message } });
+        failHead(event.code, event.message);
+        return;
+      case 'pong':
+        return;
+    }
+  };
+
+  const open = (signal: AbortSignal) => {
+    if (signal.aborted) return;
+    set({ status: everOpened ? 'reconnecting' : 'connecting' });
+    let ws: WebSocketLike;
+    try {
+      ws = deps.createSocket(deps.url);
+    } catch (err) {
+      set({ error: { code: 'CONNECT_FAILED', message: (err as Error).message } });
+      void retryAfter(backoff.next(), signal);
+      return;
+    }
+    socket = ws;
+    ws.onmessage = (ev) => {
+      if (socket !== ws || typeof ev.data !== 'string') return;
+      let event: ChatServerEvent;
+      try {
+        event = JSON.parse(ev.data) as ChatServerEvent;
+      } catch {
+        return;
+      }
+      if (event && typeof event === 'object' && typeof event.type === 'string') onEvent(event);
+    };
+    ws.onerror = () => {
+      // Always followed by onclose, which decides.
+    };
+    ws.onclose = (ev) => {
+      if (socket !== ws) return;
+      socket = null;
+      outcomes = [];
+      for (const userId of [...typingTimers.keys()]) clearTyping(userId);
+      void onClose(ev.code, ev.reason ?? '', signal);
+    };
+  };
+
+  const retryAfter = async (delay: number, signal: AbortSignal) => {
+    if (!deps.env.isOnline()) await waitOnline(signal);
+    else await interruptibleSleep(delay, signal, deps.env, ['online', 'visible']);
+    open(signal);
+  };
+
+  const waitOnline = (signal: AbortSignal) => interruptibleSleep(2 ** 31 - 1, signal, deps.env, ['online']);
+
+  const onClose = async (code: number, reason: string, signal: AbortSignal) => {
+    if (signal.aborted) return;
+    set({ connectionId: null });
+    switch (code) {
+      case ChatCloseCode.POLICY:
+        if (/slow consumer/i.test(reason)) break; // not a sanction: reconnect and reload the history
+        set({
+          status: 'banned',
+          error: { code: 'BANNED', message: reason || 'The server closed the chat (policy)' },
+        });
+        rejectAll('BANNED', reason || 'Closed by policy');
+        stopRun();
+        return;
+      case ChatCloseCode.SESSION_ENDED: {
+        // The session ended (or the account changed): reconnect at once, as a member if a session still
+        // exists (the cookie was refreshed), otherwise as a guest, whose sends cannot succeed.
+        set({ status: 'reconnecting' });
+        const hasSession = await deps.checkSession().catch(() => false);
+        if (signal.aborted) return;
+        if (!hasSession) rejectAll('UNAUTHORIZED', 'The session ended');
+        open(signal);
+        return;
+      }
+      case ChatCloseCode.ABUSE:
+        set({
+          status: 'reconnecting',
+          error: { code: 'ABUSE', message: reason || 'Too many invalid requests' },
+        });
+        return retryAfter(opts.abuseDelayMs + backoff.next(), signal);
+      case ChatCloseCode.TOO_BIG:
+        set({ error: { code: 'TOO_BIG', message: 'A frame was larger than the server accepts' } });
+        break;
+      default:
+        break;
+    }
+    set({ status: 'reconnecting' });
+    return retryAfter(backoff.next(), signal);
+  };
+
+  const stopRun = () => {
+    run?.abort();
+    run = null;
+    const ws = socket;
+    socket = null;
+    if (ws) {
+      ws.onclose = null;
+      ws.onmessage = null;
+      try {
+        ws.close(1000, 'client closed');
+      } catch {
+        // Already closing.
+      }
+    }
+  };
+
+  const begin = () => {
+    const s = store.get().status;
+    if (run || s === 'banned') return;
+    run = new AbortController();
+    open(run.signal);
+  };
+
+  const end = () => {
+    if (!run) return;
+    stopRun();
+    for (const userId of [...typingTimers.keys()]) clearTyping(userId);
+    rejectAll('CLOSED', 'The chat was disconnected');
+    set({ status: 'closed', connectionId: null });
+  };
+
+  const reconcile = () => {
+    if (manual || holders > 0) begin();
+    else end();
+  };
+
+  return {
+    connect() {
+      manual = true;
+      reconcile();
+    },
+    disconnect() {
+      manual = false;
+      holders = 0;
+      reconcile();
+    },
+    retain() {
+      holders++;
+      reconcile();
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        holders = Math.max(0, holders - 1);
+        reconcile();
+      };
+    },
+    getState: store.get,
+    subscribe: store.subscribe,
+    send(message, sendOpts) {
+      const cmid = sendOpts?.clientMessageId ?? deps.uuid();
+      return new Promise<ChatMessage>((resolve, reject) => {
+        const frame = JSON.stringify({ type: 'send_message', message, clientMessageId: cmid });
+        if (new TextEncoder().encode(frame).length > MAX_FRAME_BYTES) {
+          reject(new HeraldChatError('MESSAGE_TOO_LONG', 'The message is larger than a chat frame'));
+          return;
+        }
+        if (pending.has(cmid)) {
+          reject(new HeraldChatError('DUPLICATE_SEND', 'A send with this clientMessageId is in progress'));
+          return;
+        }
+        const p: PendingSend = { message, resolve, reject };
+        pending.set(cmid, p);
+        // Not open yet: sent once `connected` arrives.
+        sendPending(cmid, p);
+      });
+    },
+    edit(messageId, message) {
+      if (transmit({ type: 'edit_message', messageId, message })) outcomes.push({ kind: 'edit', messageId });
+    },
+    remove(messageId) {
+      if (transmit({ type: 'delete_message', messageId })) outcomes.push({ kind: 'delete', messageId });
+    },
+    setTyping(isTyping) {
+      const role = store.get().role;
+      if (role !== 'member' && role !== 'admin') return;
+      // The server forwards `true` at most once a second; sending more only costs frames.
+      const now = Date.now();
+      if (isTyping && now - lastTypingTrue < 1000) return;
+      if (isTyping) lastTypingTrue = now;
+      else lastTypingTrue = 0;
+      transmit({ type: 'typing', isTyping });
+    },
+    async loadOlder(limit = 50) {
+      const oldest = store.get().messages[0];
+      const res = await deps.http.request<ChatHistoryResponse>('GET', '/chat/history', {
+        query: { limit, before: oldest?.id },
+      });
+      const known = new Set(store.get().messages.map((m) => m.id));
+      const older = res.messages.filter((m) => !known.has(m.id));
+      pagedOlder = true;
+      set({
+        messages: [...older, ...store.get().messages].sort(byTime),
+        hasMore: res.messages.length >= limit,
+      });
+      return older.length;
+    },
+  };
+}

@@ -1,0 +1,144 @@
+// @herald/client: createHeraldClient and the types of Herald's API. See client/README.md.
+import { type AdminApi, createAdminApi } from './admin.js';
+import { type AuthClient, createHeraldAuth } from './auth.js';
+import { type ChatClient, type ChatOptions, createChatClient, type WebSocketFactory } from './chat.js';
+import { browserEnvironment, type ClientEnvironment } from './environment.js';
+import {
+  type BroadcastChannelCtor,
+  createNotificationFeed,
+  type FeedOptions,
+  type LockManagerLike,
+} from './feed.js';
+import { createHttp, type FetchLike, normaliseBaseURL } from './http.js';
+import { createNotificationCalls, type NotificationsApi } from './notifications.js';
+
+export type { AdminApi } from './admin.js';
+export type { AuthClient, Session } from './auth.js';
+export type {
+  ChatClient,
+  ChatOptions,
+  ChatState,
+  ChatStatus,
+  WebSocketFactory,
+  WebSocketLike,
+} from './chat.js';
+export { ChatCloseCode, HeraldChatError, mergeHistory } from './chat.js';
+export type * from './contract.js';
+export type { ClientEnvironment, EnvironmentEvent } from './environment.js';
+export { HeraldApiError } from './errors.js';
+export type {
+  BroadcastChannelCtor,
+  BroadcastChannelLike,
+  FeedEvent,
+  FeedOptions,
+  FeedState,
+  FeedStatus,
+  LockManagerLike,
+  NotificationFeed,
+} from './feed.js';
+export { applyFeedEvent } from './feed.js';
+export type { FetchLike } from './http.js';
+export type { NotificationsApi } from './notifications.js';
+export { type SseMessage, SseParser } from './sse.js';
+
+export interface HeraldClientOptions {
+  /** The service's URL, e.g. 'http://localhost:3001'; '' (or window.location.origin) for the same origin. */
+  baseURL: string;
+  /** Injectable fetch (Node: one that keeps cookies). Defaults to the global fetch. */
+  fetch?: typeof fetch;
+  /** Opens the chat socket (Node: the `ws` package with Cookie/Origin headers). Defaults to the global WebSocket. */
+  WebSocket?: WebSocketFactory;
+  /** Web Locks for electing the tab that holds the feed; defaults to navigator.locks; null: one stream per tab. */
+  locks?: LockManagerLike | null;
+  /** BroadcastChannel for feeding the other tabs; defaults to the global one; null: one stream per tab. */
+  BroadcastChannel?: BroadcastChannelCtor | null;
+  /** Uniform [0, 1) source of the reconnect jitter (tests). */
+  random?: () => number;
+  /** Network and visibility signals; defaults to the browser's (always online and visible in Node). */
+  environment?: ClientEnvironment;
+  /** Tuning of the notification feed (page size, backoff). */
+  feed?: FeedOptions;
+  /** Tuning of the chat socket (backoff, typing timeout). */
+  chat?: ChatOptions;
+}
+
+export interface HeraldClient {
+  auth: AuthClient;
+  notifications: NotificationsApi;
+  chat: ChatClient;
+  admin: AdminApi;
+  /** Stops the feed and the chat socket. */
+  close(): void;
+}
+
+interface MaybeBrowserGlobals {
+  location?: { origin?: string };
+  navigator?: { locks?: LockManagerLike };
+  BroadcastChannel?: BroadcastChannelCtor;
+  WebSocket?: new (url: string) => import('./chat.js').WebSocketLike;
+}
+
+/** ws:// or wss:// for the chat endpoint of an http(s) base URL. */
+export function chatSocketURL(httpBase: string): string {
+  const u = new URL(`${httpBase}/chat`);
+  u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+  return u.toString();
+}
+
+export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
+  const g = globalThis as unknown as MaybeBrowserGlobals;
+  const baseURL = normaliseBaseURL(options.baseURL);
+  // Same-origin ('') still needs absolute URLs for better-auth and the socket.
+  const absoluteBase = baseURL || normaliseBaseURL(g.location?.origin ?? '');
+  const fetchImpl: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const http = createHttp(baseURL, fetchImpl);
+  const env = options.environment ?? browserEnvironment();
+  const random = options.random ?? Math.random;
+  const auth = createHeraldAuth(`${absoluteBase}/auth`, fetchImpl);
+  const calls = createNotificationCalls(http);
+
+  const feed = createNotificationFeed({
+    baseURL,
+    fetch: fetchImpl,
+    list: calls.list,
+    unreadCount: calls.unreadCount,
+    env,
+    random,
+    locks: options.locks === undefined ? (g.navigator?.locks ?? null) : options.locks,
+    BroadcastChannel:
+      options.BroadcastChannel === undefined ? (g.BroadcastChannel ?? null) : options.BroadcastChannel,
+    options: options.feed,
+  });
+
+  const createSocket: WebSocketFactory =
+    options.WebSocket ??
+    ((url) => {
+      if (!g.WebSocket) throw new Error('No WebSocket implementation: pass options.WebSocket');
+      return new g.WebSocket(url);
+    });
+
+  const chat = createChatClient({
+    http,
+    url: chatSocketURL(absoluteBase),
+    createSocket,
+    env,
+    random,
+    checkSession: async () => {
+      const res = await auth.getSession();
+      return Boolean(res.data?.session);
+    },
+    uuid: () => globalThis.crypto.randomUUID(),
+    options: options.chat,
+  });
+
+  return {
+    auth,
+    notifications: { ...calls, feed },
+    chat,
+    admin: createAdminApi(http),
+    close() {
+      feed.stop();
+      chat.disconnect();
+    },
+  };
+}

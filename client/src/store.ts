@@ -1,0 +1,48 @@
+// A minimal observable value: what useSyncExternalStore needs (stable snapshots, replaced on change).
+
+export type Listener<T> = (value: T) => void;
+
+export class Store<T> {
+  private readonly listeners = new Set<Listener<T>>();
+  constructor(private value: T) {}
+
+  get = (): T => this.value;
+
+  set(next: T): void {
+    if (Object.is(next, this.value)) return;
+    this.value = next;
+    for (const l of [...this.listeners]) l(next);
+  }
+
+  update(patch: Partial<T>): void {
+    this.set({ ...this.value, ...patch });
+  }
+
+  subscribe = (listener: Listener<T>): (() => void) => {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  };
+}
+
+/** A set of listeners called with one argument; errors in one listener do not stop the others. */
+export class Emitter<E> {
+  private readonly listeners = new Set<(e: E) => void>();
+  on(listener: (e: E) => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+  emit(e: E): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(e);
+      } catch (err) {
+        // A failing toast handler must not break the feed; report it where a developer looks.
+        console.error(err);
+      }
+    }
+  }
+}

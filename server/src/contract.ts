@@ -1,0 +1,103 @@
+// The wire types clients build on (exported as `@herald/server/contract`, consumed by `@herald/client`), derived from
+// the schemas that validate and document the routes so a client can never drift from the server. Types only:
+// nothing here exists at run time, so importing it pulls no server code into a browser bundle.
+import type { z } from 'zod';
+import type { BroadcastBodySchema, BroadcastResultSchema } from './admin/broadcast.js';
+import type {
+  ChatErrorCode,
+  ChatMessageSchema,
+  ClientMessage,
+  CloseCode,
+  PresenceCountsSchema,
+  ServerEvent,
+} from './chat/protocol.js';
+import type { ErrorSchema } from './http/schemas.js';
+import type { NotificationErrorCode } from './notifications/errors.js';
+import type { SseEventName } from './notifications/events.js';
+import type {
+  ActionSchema,
+  CountsSchema,
+  ListQuerySchema,
+  MetadataSchema,
+  NotificationSchema,
+  NotificationTypeSchema,
+  PaginationSchema,
+  PreferencesPatchSchema,
+  PreferencesSchema,
+} from './notifications/schemas.js';
+import type { MetricsSchema } from './ops/metrics.js';
+
+/** Error body of every non-2xx answer of Herald's own routes. */
+export type ErrorBody = z.infer<typeof ErrorSchema>;
+
+// Notifications (docs/api.md)
+export type NotificationType = z.infer<typeof NotificationTypeSchema>;
+export type Notification = z.infer<typeof NotificationSchema>;
+export type NotificationAction = z.input<typeof ActionSchema>;
+export type NotificationMetadata = z.input<typeof MetadataSchema>;
+/**
+ * Query of GET /notification/list as a caller writes it (every field optional, defaults on the server). `page` and
+ * `limit` are coerced from the query string on the server (input `unknown`); callers pass numbers.
+ */
+export type ListQuery = Omit<z.input<typeof ListQuerySchema>, 'page' | 'limit'> & {
+  page?: number;
+  limit?: number;
+};
+export type Pagination = z.infer<typeof PaginationSchema>;
+export interface ListResponse {
+  notifications: Notification[];
+  pagination: Pagination;
+}
+export type Counts = z.infer<typeof CountsSchema>;
+export interface CountsResponse {
+  counts: Counts;
+}
+export type Preferences = z.infer<typeof PreferencesSchema>;
+/** Body of PATCH /notification/preferences. */
+export type PreferencesInput = z.input<typeof PreferencesPatchSchema>;
+
+// Notification stream (SSE, docs/api.md)
+export type NotificationStreamEventName = SseEventName;
+export type NotificationStreamErrorCode = NotificationErrorCode;
+/** `data` of each SSE event; `type` equals the event name. */
+export type NotificationStreamEvent =
+  | {
+      type: 'connected';
+      userId: string;
+      unreadCount: number;
+      timestamp: number;
+      /** A `Last-Event-ID` was honoured. */
+      resumed: boolean;
+      /** Events replayed after this one. */
+      replayed: number;
+      /** An exact replay was impossible: refetch list and counts. */
+      resync: boolean;
+    }
+  | { type: 'new_notification'; notification: Notification }
+  | { type: 'notification_updated'; notification: Notification }
+  | { type: 'notification_deleted'; notificationId: string }
+  | { type: 'notifications_cleared'; deletedCount: number }
+  | { type: 'unread_count_changed'; unreadCount: number }
+  | { type: 'keep_alive'; timestamp: number }
+  | { type: 'error'; code: NotificationErrorCode; message: string };
+
+// Admin (docs/api.md)
+/** Body of POST /admin/notifications/send. */
+export type BroadcastRequest = z.input<typeof BroadcastBodySchema>;
+export type BroadcastResult = z.infer<typeof BroadcastResultSchema>;
+export type MetricsReport = z.infer<typeof MetricsSchema>;
+
+// Chat (docs/chat-protocol.md)
+export type ChatMessage = z.infer<typeof ChatMessageSchema>;
+export type PresenceCounts = z.infer<typeof PresenceCountsSchema>;
+export type ChatServerEvent = ServerEvent;
+export type ChatClientFrame = ClientMessage;
+export type { ChatErrorCode };
+/** The close codes' values, for clients that must use the same numbers without importing server code. */
+export type ChatCloseCodes = typeof CloseCode;
+export interface ChatHistoryResponse {
+  messages: ChatMessage[];
+}
+export interface PurgeMessagesResponse {
+  deletedCount: number;
+}
