@@ -3,7 +3,7 @@
 // messages about requests failing while the network is off). Screenshots go to e2e/artifacts/ (git-ignored).
 import { copyFileSync, writeFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TestCluster } from '../../server/test/helpers/cluster.js';
 import {
   ADMIN_EMAIL,
@@ -17,6 +17,7 @@ import {
   linkFrom,
   median,
   PHONE,
+  resetWatch,
   screenshot,
   signInContext,
   startWebCluster,
@@ -58,6 +59,8 @@ describe('Herald web app in Chromium', () => {
     await signInContext(adminContext, url(0), admin);
   });
 
+  beforeEach(() => resetWatch(watch));
+
   afterAll(async () => {
     await Promise.allSettled(contexts.map((c) => c.close()));
     await browser?.close();
@@ -74,7 +77,7 @@ describe('Herald web app in Chromium', () => {
       await page.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
     }
     await context.close();
-    expect(watch.errors).toEqual([]);
+    expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
 
   it('signs up, follows the emailed verification link, and signs in', async () => {
@@ -106,7 +109,7 @@ describe('Herald web app in Chromium', () => {
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await page.waitForURL(/\/sign-in$/);
     await context.close();
-    expect(watch.errors).toEqual([]);
+    expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
 
   it('shows a broadcast live in two tabs on two instances, and a read in one tab updates the other', async () => {
@@ -160,7 +163,7 @@ describe('Herald web app in Chromium', () => {
     await a.getByRole('button', { name: 'Mark all read', exact: true }).click();
     await Promise.all([waitForBell(a, 0), waitForBell(b, 0)]);
     await context.close();
-    expect(watch.errors).toEqual([]);
+    expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
 
   it('lets two browsers on two instances chat (send, typing, edit, delete, admin purge)', async () => {
@@ -217,7 +220,7 @@ describe('Herald web app in Chromium', () => {
     await adminPage.close();
     await ca.close();
     await cb.close();
-    expect(watch.errors).toEqual([]);
+    expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
 
   it("signs a banned user's open page out live", async () => {
@@ -244,7 +247,7 @@ describe('Herald web app in Chromium', () => {
     await page.waitForURL(/\/sign-in/, { timeout: 20_000 });
     await page.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
     await context.close();
-    expect(watch.errors).toEqual([]);
+    expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
 
   it('measures the first load and the admin-send-to-badge time', async () => {
@@ -314,7 +317,7 @@ describe('Herald web app in Chromium', () => {
     writeFileSync(`${ARTIFACTS}performance.json`, `${JSON.stringify(report, null, 2)}\n`);
     console.log('[web-app performance]', JSON.stringify(report));
     expect(latencies.every((l) => Number.isFinite(l) && l >= 0)).toBe(true);
-    expect(watch.errors).toEqual([]);
+    expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
 
   it('shows every notification once after the network drops and an instance restarts meanwhile', async () => {
@@ -352,6 +355,6 @@ describe('Herald web app in Chromium', () => {
     }
     watch.allowed = [];
     await context.close();
-    expect(watch.errors).toEqual([]);
+    expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
 });

@@ -52,6 +52,8 @@ export function startWebCluster(options: ClusterOptions = {}): Promise<TestClust
 /** Console errors and uncaught page errors of every page of a context, for a "no errors" assertion. */
 export class ConsoleWatch {
   readonly errors: string[] = [];
+  /** Responses with an error status, to explain "Failed to load resource" console errors. */
+  readonly failed: string[] = [];
   /** Messages expected in a scenario (e.g. failed requests while the network is off). */
   allowed: RegExp[] = [];
 
@@ -63,10 +65,20 @@ export class ConsoleWatch {
         if (!this.allowed.some((re) => re.test(msg.text()))) this.errors.push(text);
       });
       page.on('pageerror', (err) => this.errors.push(`${page.url()}: uncaught ${err.message}`));
+      page.on('response', (res) => {
+        if (res.status() >= 400) this.failed.push(`${res.status()} ${res.request().method()} ${res.url()}`);
+      });
     };
     for (const page of context.pages()) watch(page);
     context.on('page', watch);
   }
+}
+
+/** Starts a test's own record (one test's errors do not fail the next). */
+export function resetWatch(watch: ConsoleWatch): void {
+  watch.errors.length = 0;
+  watch.failed.length = 0;
+  watch.allowed = [];
 }
 
 export interface E2EUser {

@@ -58,6 +58,8 @@ export function Header() {
 
   const signOut = async () => {
     setError(null);
+    // Stop the live feed first: requests it would still make for the ending session can only answer 401.
+    client.notifications.feed.stop();
     const result = await client.auth.signOut();
     if (result.error) {
       setError(errorMessage(result.error, 'Could not sign out'));

@@ -9,6 +9,14 @@ import { NOTIFICATION_TYPES, typeLabel } from '../types';
 
 type Filter = 'all' | 'read' | 'unread';
 const PAGE_SIZE = 20;
+const REFETCH_ON = new Set([
+  'connected',
+  'new_notification',
+  'notification_updated',
+  'notification_deleted',
+  'notifications_cleared',
+  'unread_count_changed',
+]);
 
 function Actions({ notification }: { notification: Notification }) {
   // The stored metadata was validated against the metadata schema when the notification was created.
@@ -75,13 +83,17 @@ export function NotificationsPage() {
     void load();
   }, [load]);
 
-  // Refetch on live changes; a burst of events (a replay after reconnecting) costs one request.
+  // Refetch on live changes; a burst of events (a replay after reconnecting) costs one request. Only events that
+  // change what the server holds (and `connected`, after which a resync may have happened) count; an `error` event
+  // ends the stream (e.g. the session ended) and must not send requests that can only fail.
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const off = feed.onEvent((event) => {
-      if (event.type === 'keep_alive') return;
+      if (!REFETCH_ON.has(event.type)) return;
       clearTimeout(timer);
-      timer = setTimeout(() => void load(), 120);
+      timer = setTimeout(() => {
+        if (feed.getState().status !== 'closed') void load();
+      }, 120);
     });
     return () => {
       off();
