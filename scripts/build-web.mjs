@@ -64,6 +64,8 @@ const result = spawnSync(
   {
     cwd: web,
     stdio: 'inherit',
+    // Vite keeps an inherited NODE_ENV (vitest sets "test"), which would bundle React's development build.
+    env: { ...process.env, NODE_ENV: 'production' },
   },
 );
 if (result.status !== 0) {
