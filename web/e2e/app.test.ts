@@ -112,6 +112,45 @@ describe('Herald web app in Chromium', () => {
     expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
 
+  it('signs in by a magic link, and resets a forgotten password through the emailed link', async () => {
+    const user = await verifiedUser(cluster, 1, 'Rita Reset');
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto(`${url(1)}/sign-in`);
+    await page.getByLabel('Email', { exact: true }).fill(user.email);
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+    await page.getByText('Check your email: the link signs you in.').waitFor();
+    const magic = await cluster.smtp.waitFor(
+      (m) => m.to.includes(user.email) && /magic-link\?token=/.test(m.text),
+    );
+    await page.goto(linkFrom(magic, 'magic-link'));
+    await page.waitForURL(/\/notifications$/);
+    await waitForBell(page, 0);
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await page.waitForURL(/\/sign-in$/);
+
+    await page.getByRole('link', { name: 'Forgot your password?' }).click();
+    await page.getByLabel('Email', { exact: true }).fill(user.email);
+    await page.getByRole('button', { name: 'Send reset link' }).click();
+    await page.getByText(/we sent it a link/).waitFor();
+    const reset = await cluster.smtp.waitFor(
+      (m) => m.to.includes(user.email) && /reset-password\?token=/.test(m.text),
+    );
+    await page.goto(linkFrom(reset, 'reset-password'));
+    await page.getByLabel('New password').fill('a brand new passphrase');
+    await page.getByRole('button', { name: 'Set new password' }).click();
+    await page.getByText('Your password is changed.').waitFor();
+
+    await page.goto(`${url(1)}/sign-in`);
+    await page.getByRole('button', { name: 'Use a username instead' }).waitFor();
+    await page.getByLabel('Email', { exact: true }).fill(user.email);
+    await page.getByLabel('Password', { exact: true }).fill('a brand new passphrase');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.waitForURL(/\/notifications$/);
+    await context.close();
+    expect(watch.errors, watch.failed.join('\n')).toEqual([]);
+  });
+
   it('shows a broadcast live in two tabs on two instances, and a read in one tab updates the other', async () => {
     const user = await verifiedUser(cluster, 0, 'Nora Notified');
     const context = await newContext();
