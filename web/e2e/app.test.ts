@@ -107,7 +107,7 @@ describe('Herald web app in Chromium', () => {
     await page.waitForURL(/\/notifications$/);
     await waitForBell(page, 0);
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
-    await page.waitForURL(/\/sign-in$/);
+    await page.waitForURL(/\/sign-in\?next=/);
     await context.close();
     expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
@@ -127,7 +127,7 @@ describe('Herald web app in Chromium', () => {
     await page.waitForURL(/\/notifications$/);
     await waitForBell(page, 0);
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
-    await page.waitForURL(/\/sign-in$/);
+    await page.waitForURL(/\/sign-in\?next=/);
 
     await page.getByRole('link', { name: 'Forgot your password?' }).click();
     await page.getByLabel('Email', { exact: true }).fill(user.email);

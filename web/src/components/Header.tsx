@@ -65,8 +65,9 @@ export function Header() {
       setError(errorMessage(result.error, 'Could not sign out'));
       return;
     }
+    // No navigation here: until the session hook has caught up, the sign-in page would still see the user and
+    // send them back. Once it has, pages that need a user redirect to /sign-in (public ones stay, as a guest).
     refetch();
-    navigate('/sign-in');
   };
 
   return (
