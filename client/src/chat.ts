@@ -42,8 +42,12 @@ export interface ChatClient {
   remove(messageId: string): void;
   setTyping(isTyping: boolean): void;
   loadOlder(limit?: number): Promise<number>;
-  /** Keeps the socket open while held (reference counted, for components); the returned function releases. */
-  retain(): () => void;
+  /**
+   * Keeps the socket open while held (reference counted, for components); the returned function releases.
+   * `key` names who the holder is signed in as (a user id, null for a guest): after a ban (1008) the socket stays
+   * closed for that key, and opens again for another one (another user signed in). connect() always reopens.
+   */
+  retain(key?: string | null): () => void;
 }
 
 /** The parts of a WebSocket the client uses: the browser's WebSocket and the `ws` package both fit. */
@@ -94,6 +98,8 @@ export interface ChatOptions {
   abuseDelayMs?: number;
   /** A typing indicator disappears after this long without a refresh (ms, default 6000). */
   typingTimeoutMs?: number;
+  /** After setTyping(true), `typing: false` is sent by itself once no further call came for this long (ms, default 3000). */
+  ownTypingTimeoutMs?: number;
 }
 
 export interface ChatDeps {
@@ -151,6 +157,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
     maxDelayMs: deps.options?.maxDelayMs ?? 30_000,
     abuseDelayMs: deps.options?.abuseDelayMs ?? 15_000,
     typingTimeoutMs: deps.options?.typingTimeoutMs ?? 6000,
+    ownTypingTimeoutMs: deps.options?.ownTypingTimeoutMs ?? 3000,
   };
   const store = new Store<ChatState>(initialChatState);
   const backoff = new Backoff({ baseMs: opts.baseDelayMs, capMs: opts.maxDelayMs, random: deps.random });
@@ -166,6 +173,10 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   /** Older pages were loaded: a reconnect's history must not reset hasMore. */
   let pagedOlder = false;
   let lastTypingTrue = 0;
+  let ownTypingTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The holder key of the last retain(), and the key the ban applied to. */
+  let currentKey: string | null | undefined;
+  let bannedKey: string | null | undefined;
 
   const set = (patch: Partial<ChatState>) => store.update(patch);
 
@@ -351,6 +362,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
     switch (code) {
       case ChatCloseCode.POLICY:
         if (/slow consumer/i.test(reason)) break; // not a sanction: reconnect and reload the history
+        bannedKey = currentKey;
         set({
           status: 'banned',
           error: { code: 'BANNED', message: reason || 'The server closed the chat (policy)' },
@@ -384,7 +396,28 @@ export function createChatClient(deps: ChatDeps): ChatClient {
     return retryAfter(backoff.next(), signal);
   };
 
+  function setTyping(isTyping: boolean): void {
+    const role = store.get().role;
+    if (role !== 'member' && role !== 'admin') return;
+    clearTimeout(ownTypingTimer);
+    if (!isTyping) {
+      if (lastTypingTrue === 0) return; // nothing to take back
+      lastTypingTrue = 0;
+      transmit({ type: 'typing', isTyping: false });
+      return;
+    }
+    // Someone who stops typing without sending still stops "typing" for the others.
+    ownTypingTimer = setTimeout(() => setTyping(false), opts.ownTypingTimeoutMs);
+    // The server forwards `true` at most once a second; sending more only costs frames.
+    const now = Date.now();
+    if (now - lastTypingTrue < 1000) return;
+    lastTypingTrue = now;
+    transmit({ type: 'typing', isTyping: true });
+  }
+
   const stopRun = () => {
+    clearTimeout(ownTypingTimer);
+    lastTypingTrue = 0;
     run?.abort();
     run = null;
     const ws = socket;
@@ -401,8 +434,12 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   };
 
   const begin = () => {
-    const s = store.get().status;
-    if (run || s === 'banned') return;
+    if (run) return;
+    if (store.get().status === 'banned') {
+      // Banned users are not reconnected; another user (a new sign-in) is.
+      if (currentKey === bannedKey) return;
+      set({ status: 'idle', error: null });
+    }
     run = new AbortController();
     open(run.signal);
   };
@@ -423,6 +460,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   return {
     connect() {
       manual = true;
+      if (store.get().status === 'banned') set({ status: 'idle', error: null });
       reconcile();
     },
     disconnect() {
@@ -430,7 +468,8 @@ export function createChatClient(deps: ChatDeps): ChatClient {
       holders = 0;
       reconcile();
     },
-    retain() {
+    retain(key) {
+      if (key !== undefined) currentKey = key;
       holders++;
       reconcile();
       let released = false;
@@ -467,16 +506,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
     remove(messageId) {
       if (transmit({ type: 'delete_message', messageId })) outcomes.push({ kind: 'delete', messageId });
     },
-    setTyping(isTyping) {
-      const role = store.get().role;
-      if (role !== 'member' && role !== 'admin') return;
-      // The server forwards `true` at most once a second; sending more only costs frames.
-      const now = Date.now();
-      if (isTyping && now - lastTypingTrue < 1000) return;
-      if (isTyping) lastTypingTrue = now;
-      else lastTypingTrue = 0;
-      transmit({ type: 'typing', isTyping });
-    },
+    setTyping,
     async loadOlder(limit = 50) {
       const oldest = store.get().messages[0];
       const res = await deps.http.request<ChatHistoryResponse>('GET', '/chat/history', {

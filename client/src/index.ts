@@ -24,6 +24,7 @@ export type {
 } from './chat.js';
 export { ChatCloseCode, HeraldChatError, mergeHistory } from './chat.js';
 export type * from './contract.js';
+export { type CookieFetch, type CookieFetchOptions, createCookieFetch } from './cookies.js';
 export type { ClientEnvironment, EnvironmentEvent } from './environment.js';
 export { HeraldApiError } from './errors.js';
 export type {
@@ -90,6 +91,11 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
   const baseURL = normaliseBaseURL(options.baseURL);
   // Same-origin ('') still needs absolute URLs for better-auth and the socket.
   const absoluteBase = baseURL || normaliseBaseURL(g.location?.origin ?? '');
+  if (!/^https?:\/\//.test(absoluteBase)) {
+    throw new Error(
+      `createHeraldClient: baseURL must be an http(s) URL${baseURL ? '' : " ('' means the page's origin, and there is no page here)"}`,
+    );
+  }
   const fetchImpl: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const http = createHttp(baseURL, fetchImpl);
   const env = options.environment ?? browserEnvironment();

@@ -93,11 +93,11 @@ export function useChat(): ChatState & { chat: ChatClient } {
   const session = useSessionOf(client);
   const userId = session.data?.user.id ?? null;
   const chat = client.chat;
-  useEffect(() => {
+  useEffect(
     // Keyed on the user: a sign-in or sign-out reopens the socket with the new cookies.
-    void userId;
-    return chat.retain();
-  }, [chat, userId]);
+    () => chat.retain(userId),
+    [chat, userId],
+  );
   const state = useSyncExternalStore(chat.subscribe, chat.getState, chat.getState);
   return useMemo(() => ({ ...state, chat }), [state, chat]);
 }

@@ -59,6 +59,7 @@ function setup(
       maxDelayMs: 20,
       abuseDelayMs: opts.abuseDelayMs ?? 10,
       typingTimeoutMs: 40,
+      ownTypingTimeoutMs: 30,
     },
   });
   clients.push(client);
@@ -177,6 +178,21 @@ describe('chat socket', () => {
     expect(sockets).toHaveLength(1);
   });
 
+  it('after a ban the same holder stays out; another signed-in user (or connect()) reopens', async () => {
+    const { chat, sockets } = setup();
+    const release = chat.retain('u1');
+    const s = await opened(chat, sockets);
+    s.serverClose(1008, 'banned');
+    expect(chat.getState().status).toBe('banned');
+    release();
+    const again = chat.retain('u1');
+    await tick(30);
+    expect(sockets).toHaveLength(1);
+    again();
+    chat.retain('u2');
+    await opened(chat, sockets, 1);
+  });
+
   it('1008 "slow consumer", 1001, 1006 and 1009 reconnect (1009 surfaces an error)', async () => {
     const { chat, sockets } = setup();
     chat.connect();
@@ -241,10 +257,16 @@ describe('chat socket', () => {
     chat.setTyping(true);
     chat.setTyping(true);
     chat.setTyping(false);
+    chat.setTyping(false);
     expect(s.sentOf('typing')).toEqual([
       { type: 'typing', isTyping: true },
       { type: 'typing', isTyping: false },
     ]);
+    // Typing then going quiet: `false` follows by itself.
+    const { setTyping } = chat;
+    setTyping(true);
+    await waitFor(() => s.sentOf('typing').length === 4, 'automatic typing: false');
+    expect(s.sentOf('typing')[3]).toEqual({ type: 'typing', isTyping: false });
   });
 
   it('loadOlder pages before the oldest message; a reconnect history keeps older pages', async () => {

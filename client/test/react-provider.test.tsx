@@ -25,6 +25,14 @@ function AllHooks() {
   return <p>{`${n.status}/${c.status}/${String(count)}/${typeof client.close}`}</p>;
 }
 
+describe('createHeraldClient', () => {
+  it("refuses a base URL it cannot use, naming the problem ('' outside a page)", () => {
+    expect(() => createHeraldClient({ baseURL: '' })).toThrow(/there is no page here/);
+    expect(() => createHeraldClient({ baseURL: 'localhost:3001' })).toThrow(/http\(s\) URL/);
+    createHeraldClient({ baseURL: 'https://api.example/' }).close();
+  });
+});
+
 describe('React hooks', () => {
   for (const [name, hook] of Object.entries(hooks)) {
     it(`${name} outside <HeraldProvider> throws an error naming the hook and the provider`, () => {

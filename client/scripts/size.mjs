@@ -1,0 +1,34 @@
+// Prints the size of the SDK as an app bundles it (ESM, minified, gzip at the default level), with and without
+// better-auth's client; React stays external (peer dependency). Numbers go to docs/performance.md ("Client SDK").
+import { gzipSync } from 'node:zlib';
+import { build } from 'esbuild';
+
+const REACT = ['react', 'react/jsx-runtime', 'react-dom'];
+const BETTER_AUTH = ['better-auth', 'better-auth/*'];
+
+async function measure(label, contents, external) {
+  const result = await build({
+    stdin: { contents, loader: 'tsx', resolveDir: process.cwd(), sourcefile: 'entry.tsx' },
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    write: false,
+    external,
+    logLevel: 'error',
+  });
+  const code = result.outputFiles[0].contents;
+  return { label, minified: code.length, gzip: gzipSync(code).length };
+}
+
+const core = "export * from './src/index.ts';";
+const react = "export * from './src/react.tsx';";
+const rows = [
+  await measure('core, with better-auth', core, REACT),
+  await measure('core, without better-auth', core, [...REACT, ...BETTER_AUTH]),
+  await measure('React binding alone', react, REACT),
+  await measure('core + React binding, with better-auth', `${core}\n${react}`, REACT),
+  await measure('core + React binding, without better-auth', `${core}\n${react}`, [...REACT, ...BETTER_AUTH]),
+];
+console.log('| Entry | Minified | min + gzip |\n|---|---|---|');
+for (const r of rows)
+  console.log(`| ${r.label} | ${r.minified.toLocaleString('en')} B | ${r.gzip.toLocaleString('en')} B |`);
