@@ -2,6 +2,7 @@
 // Every page's console errors are collected and must stay empty (the offline scenario allows the browser's own
 // messages about requests failing while the network is off). Screenshots go to e2e/artifacts/ (git-ignored).
 import { copyFileSync, writeFileSync } from 'node:fs';
+import pg from 'pg';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TestCluster } from '../../server/test/helpers/cluster.js';
@@ -259,6 +260,40 @@ describe('Herald web app in Chromium', () => {
     await adminPage.close();
     await ca.close();
     await cb.close();
+    expect(watch.errors, watch.failed.join('\n')).toEqual([]);
+  });
+
+  it('pages back through older chat history (loadOlder) and keeps every message once', async () => {
+    const writer = await verifiedUser(cluster, 0, 'Old Timer');
+    // 130 messages from yesterday, inserted directly: more than the 100 a socket gets on connect.
+    const db = new pg.Client({ connectionString: cluster.db.url });
+    await db.connect();
+    try {
+      await db.query(
+        `insert into chat_message (user_id, user_name, message, created_at)
+         select $1, $2, 'Old message ' || i, now() - interval '1 day' + i * interval '1 second'
+         from generate_series(0, 129) as i`,
+        [writer.id, writer.name],
+      );
+    } finally {
+      await db.end();
+    }
+    const context = await newContext();
+    await signInContext(context, url(1), writer);
+    const page = await context.newPage();
+    await page.goto(`${url(1)}/chat`);
+    await page.getByText('Old message 129', { exact: true }).waitFor();
+    const older = page.getByRole('button', { name: 'Load older messages' });
+    const oldest = page.getByText('Old message 0', { exact: true });
+    // Each click loads one older page (scrolling to the top does the same); the button goes when none is left.
+    for (let i = 0; i < 10 && (await oldest.count()) === 0; i++) {
+      await older.click({ timeout: 5_000 }).catch(() => {});
+      await page.waitForTimeout(300);
+    }
+    await page.getByText('Old message 0', { exact: true }).waitFor();
+    const old = page.getByTestId('chat-message').filter({ hasText: /Old message \d+/ });
+    expect(await old.count()).toBe(130);
+    await context.close();
     expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
 
