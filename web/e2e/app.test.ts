@@ -249,9 +249,18 @@ describe('Herald web app in Chromium', () => {
     const desktop = await shoot(pa, 'chat');
     copyFileSync(desktop, `${ARTIFACTS}readme-chat.png`);
 
-    // The admin (on instance 0) purges Bob's messages; Alice's page on instance 0 and Bob's on 1 drop them.
+    // The admin (on instance 0) deletes one of Bob's messages, then purges all of them; Alice's page on
+    // instance 0 and Bob's on 1 drop them.
+    await pb.getByLabel('Message', { exact: true }).fill('Moderate me');
+    await pb.getByRole('button', { name: 'Send', exact: true }).click();
     const adminPage = await adminContext.newPage();
     await adminPage.goto(`${url(0)}/chat`);
+    await adminPage
+      .getByTestId('chat-message')
+      .filter({ hasText: 'Moderate me' })
+      .getByRole('button', { name: 'Delete', exact: true })
+      .click();
+    await pb.getByText('Moderate me').waitFor({ state: 'detached' });
     const bobsMessage = adminPage.getByTestId('chat-message').filter({ hasText: 'Hi Alice' });
     await bobsMessage.getByRole('button', { name: 'Purge user', exact: true }).click();
     await bobsMessage.getByRole('button', { name: 'Delete all by Bob', exact: true }).click();
@@ -260,6 +269,25 @@ describe('Herald web app in Chromium', () => {
     await adminPage.close();
     await ca.close();
     await cb.close();
+    expect(watch.errors, watch.failed.join('\n')).toEqual([]);
+  });
+
+  it('saves notification preferences', async () => {
+    const user = await verifiedUser(cluster, 0, 'Pia Prefs');
+    const context = await newContext();
+    await signInContext(context, url(0), user);
+    const page = await context.newPage();
+    await page.goto(`${url(0)}/preferences`);
+    const email = page.getByLabel('Email me notifications while I am offline');
+    expect(await email.isChecked()).toBe(true);
+    await email.uncheck();
+    await page.getByRole('button', { name: 'Save preferences' }).click();
+    await page.getByText('Preferences saved.').waitFor();
+    await page.reload();
+    await page.getByRole('button', { name: 'Save preferences' }).waitFor();
+    expect(await page.getByLabel('Email me notifications while I am offline').isChecked()).toBe(false);
+    await screenshot(page, 'preferences-1280');
+    await context.close();
     expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
 
