@@ -1,7 +1,7 @@
 // The chat socket (docs/chat-protocol.md): reconnects according to the close code, keeps the message list,
 // presence and typing indicators, and makes `send` resolve once the server stored the message. Every send carries a
 // clientMessageId, so re-sending the unconfirmed ones after a reconnect never stores a message twice.
-import { Backoff } from './backoff.js';
+import { Backoff, fullJitterDelay } from './backoff.js';
 import type {
   ChatCloseCodes,
   ChatHistoryResponse,
@@ -88,6 +88,10 @@ export const ChatCloseCode = {
 const MAX_FRAME_BYTES = 16 * 1024;
 const HISTORY_ON_CONNECT = 100;
 const OPEN = 1;
+/** 4001 closes closer together than this are backed off (the first reconnects at once). */
+const SESSION_CLOSE_WINDOW_MS = 10_000;
+/** How long sends wait for the history after `connected` before going out anyway. */
+const HISTORY_WAIT_MS = 3000;
 
 export interface ChatOptions {
   /** First reconnect window (ms, default 500). */
@@ -173,6 +177,10 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   /** Older pages were loaded: a reconnect's history must not reset hasMore. */
   let pagedOlder = false;
   let lastTypingTrue = 0;
+  let awaitingHistory = false;
+  let sessionCloses = 0;
+  let lastSessionClose = 0;
+  let historyTimer: ReturnType<typeof setTimeout> | undefined;
   let ownTypingTimer: ReturnType<typeof setTimeout> | undefined;
   /** The holder key of the last retain(), and the key the ban applied to. */
   let currentKey: string | null | undefined;
@@ -181,9 +189,22 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   const set = (patch: Partial<ChatState>) => store.update(patch);
 
   const transmit = (frame: Record<string, unknown>): boolean => {
-    if (!socket || socket.readyState !== OPEN || store.get().status !== 'open') return false;
+    if (!socket || socket.readyState !== OPEN || store.get().status !== 'open' || awaitingHistory)
+      return false;
     socket.send(JSON.stringify(frame));
     return true;
+  };
+
+  /**
+   * After `connected` the server sends the history (or an `error` when it cannot): operations go out only after
+   * that, so such an error is never taken for the answer to one of them.
+   */
+  const historyArrived = () => {
+    if (!awaitingHistory) return;
+    awaitingHistory = false;
+    clearTimeout(historyTimer);
+    // Re-send what was not confirmed; the server answers a known clientMessageId with the stored message.
+    for (const [cmid, p] of pending) sendPending(cmid, p);
   };
 
   const sendPending = (cmid: string, p: PendingSend) => {
@@ -248,9 +269,11 @@ export function createChatClient(deps: ChatDeps): ChatClient {
           instanceId: event.instanceId,
           error: null,
         });
-        // Re-send what was not confirmed; the server answers a known clientMessageId with the stored message.
         outcomes = [];
-        for (const [cmid, p] of pending) sendPending(cmid, p);
+        awaitingHistory = true;
+        // The protocol always sends the history; should it not come, do not hold the sends forever.
+        clearTimeout(historyTimer);
+        historyTimer = setTimeout(historyArrived, HISTORY_WAIT_MS);
         return;
       case 'message_history': {
         const messages = mergeHistory(store.get().messages, event.messages);
@@ -258,6 +281,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
           messages,
           hasMore: pagedOlder ? store.get().hasMore : event.messages.length >= HISTORY_ON_CONNECT,
         });
+        historyArrived();
         return;
       }
       case 'new_message': {
@@ -307,7 +331,9 @@ export function createChatClient(deps: ChatDeps): ChatClient {
         return;
       case 'error':
         set({ error: { code: event.code, message: event.message } });
-        failHead(event.code, event.message);
+        // The history's own failure (sent in place of message_history) answers no operation.
+        if (awaitingHistory) historyArrived();
+        else failHead(event.code, event.message);
         return;
       case 'pong':
         return;
@@ -343,6 +369,8 @@ export function createChatClient(deps: ChatDeps): ChatClient {
       if (socket !== ws) return;
       socket = null;
       outcomes = [];
+      awaitingHistory = false;
+      clearTimeout(historyTimer);
       for (const userId of [...typingTimers.keys()]) clearTyping(userId);
       void onClose(ev.code, ev.reason ?? '', signal);
     };
@@ -373,11 +401,23 @@ export function createChatClient(deps: ChatDeps): ChatClient {
       case ChatCloseCode.SESSION_ENDED: {
         // The session ended (or the account changed): reconnect at once, as a member if a session still
         // exists (the cookie was refreshed), otherwise as a guest, whose sends cannot succeed.
+        // Another 4001 soon after the last one is no longer a one-off: back off instead of looping.
+        const now = Date.now();
+        sessionCloses = now - lastSessionClose < SESSION_CLOSE_WINDOW_MS ? sessionCloses + 1 : 0;
+        lastSessionClose = now;
         set({ status: 'reconnecting' });
         const hasSession = await deps.checkSession().catch(() => false);
         if (signal.aborted) return;
         if (!hasSession) rejectAll('UNAUTHORIZED', 'The session ended');
-        open(signal);
+        if (sessionCloses === 0) open(signal);
+        else {
+          const delay = fullJitterDelay(sessionCloses, {
+            baseMs: opts.baseDelayMs,
+            capMs: opts.maxDelayMs,
+            random: deps.random,
+          });
+          void retryAfter(delay, signal);
+        }
         return;
       }
       case ChatCloseCode.ABUSE:
@@ -416,6 +456,8 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   }
 
   const stopRun = () => {
+    clearTimeout(historyTimer);
+    awaitingHistory = false;
     clearTimeout(ownTypingTimer);
     lastTypingTrue = 0;
     run?.abort();

@@ -49,9 +49,9 @@ export interface HeraldClientOptions {
   fetch?: typeof fetch;
   /** Opens the chat socket (Node: the `ws` package with Cookie/Origin headers). Defaults to the global WebSocket. */
   WebSocket?: WebSocketFactory;
-  /** Web Locks for electing the tab that holds the feed; defaults to navigator.locks; null: one stream per tab. */
+  /** Web Locks for electing the tab that holds the feed; defaults to navigator.locks in a page; null: one stream per tab. */
   locks?: LockManagerLike | null;
-  /** BroadcastChannel for feeding the other tabs; defaults to the global one; null: one stream per tab. */
+  /** BroadcastChannel for feeding the other tabs; defaults to the global one in a page; null: one stream per tab. */
   BroadcastChannel?: BroadcastChannelCtor | null;
   /** Uniform [0, 1) source of the reconnect jitter (tests). */
   random?: () => number;
@@ -74,6 +74,7 @@ export interface HeraldClient {
 
 interface MaybeBrowserGlobals {
   location?: { origin?: string };
+  document?: unknown;
   navigator?: { locks?: LockManagerLike };
   BroadcastChannel?: BroadcastChannelCtor;
   WebSocket?: new (url: string) => import('./chat.js').WebSocketLike;
@@ -99,6 +100,7 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
   const fetchImpl: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const http = createHttp(baseURL, fetchImpl);
   const env = options.environment ?? browserEnvironment();
+  const inPage = g.document !== undefined;
   const random = options.random ?? Math.random;
   const auth = createHeraldAuth(`${absoluteBase}/auth`, fetchImpl);
   const calls = createNotificationCalls(http);
@@ -110,9 +112,15 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
     unreadCount: calls.unreadCount,
     env,
     random,
-    locks: options.locks === undefined ? (g.navigator?.locks ?? null) : options.locks,
+    // Shared only in a page by default: tabs share cookies, so one stream serves them all. Node (which may have
+    // navigator.locks and BroadcastChannel too) often runs several clients with different sessions in a process.
+    locks: options.locks === undefined ? (inPage ? (g.navigator?.locks ?? null) : null) : options.locks,
     BroadcastChannel:
-      options.BroadcastChannel === undefined ? (g.BroadcastChannel ?? null) : options.BroadcastChannel,
+      options.BroadcastChannel === undefined
+        ? inPage
+          ? (g.BroadcastChannel ?? null)
+          : null
+        : options.BroadcastChannel,
     options: options.feed,
   });
 

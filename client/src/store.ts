@@ -14,8 +14,11 @@ export class Store<T> {
     for (const l of [...this.listeners]) l(next);
   }
 
+  /** Merges `patch`; a patch that changes nothing keeps the snapshot (no re-render). */
   update(patch: Partial<T>): void {
-    this.set({ ...this.value, ...patch });
+    const current = this.value as Record<string, unknown>;
+    const changed = Object.entries(patch).some(([k, v]) => !Object.is(current[k], v));
+    if (changed) this.set({ ...this.value, ...patch });
   }
 
   subscribe = (listener: Listener<T>): (() => void) => {

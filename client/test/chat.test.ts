@@ -21,7 +21,13 @@ const msg = (id: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({
 });
 
 function setup(
-  opts: { session?: boolean; abuseDelayMs?: number; history?: ChatMessage[]; baseDelayMs?: number } = {},
+  opts: {
+    session?: boolean;
+    abuseDelayMs?: number;
+    history?: ChatMessage[];
+    baseDelayMs?: number;
+    maxDelayMs?: number;
+  } = {},
 ) {
   const sockets: FakeSocket[] = [];
   let sessionChecks = 0;
@@ -56,7 +62,7 @@ function setup(
     BroadcastChannel: null,
     chat: {
       baseDelayMs: opts.baseDelayMs ?? 4,
-      maxDelayMs: 20,
+      maxDelayMs: opts.maxDelayMs ?? 20,
       abuseDelayMs: opts.abuseDelayMs ?? 10,
       typingTimeoutMs: 40,
       ownTypingTimeoutMs: 30,
@@ -66,9 +72,14 @@ function setup(
   return { client, chat: client.chat, sockets, sessionChecks: () => sessionChecks, historyCalls };
 }
 
-async function opened(chat: ChatClient, sockets: FakeSocket[], index = 0): Promise<FakeSocket> {
+async function opened(
+  chat: ChatClient,
+  sockets: FakeSocket[],
+  index = 0,
+  history: ChatMessage[] = [],
+): Promise<FakeSocket> {
   const s = await waitFor(() => sockets[index], `socket ${index}`);
-  s.accept();
+  s.accept({}, history);
   await waitFor(() => chat.getState().status === 'open');
   return s;
 }
@@ -141,6 +152,19 @@ describe('chat socket', () => {
     const s = await opened(chat, sockets);
     expect(s.sentOf('send_message')).toHaveLength(1);
     s.emit({ type: 'new_message', message: msg('1', { clientMessageId: 'e-1' }) });
+    await expect(p).resolves.toMatchObject({ id: '1' });
+  });
+
+  it("sends wait for the history after connected; a history failure is not taken for a send's answer", async () => {
+    const { chat, sockets } = setup();
+    chat.connect();
+    const s1 = await waitFor(() => sockets[0]);
+    s1.accept({}, null);
+    const p = chat.send('queued', { clientMessageId: 'q-1' });
+    expect(s1.sentOf('send_message')).toHaveLength(0);
+    s1.emit({ type: 'error', code: 'INTERNAL_ERROR', message: 'History is unavailable' });
+    expect(s1.sentOf('send_message')).toHaveLength(1);
+    s1.emit({ type: 'new_message', message: msg('1', { clientMessageId: 'q-1' }) });
     await expect(p).resolves.toMatchObject({ id: '1' });
   });
 
@@ -232,6 +256,18 @@ describe('chat socket', () => {
     await waitFor(() => guest.chat.getState().role === 'guest');
   });
 
+  it('repeated 4001 closes back off instead of looping', async () => {
+    const { chat, sockets } = setup({ baseDelayMs: 60_000, maxDelayMs: 60_000 });
+    chat.connect();
+    const s = await opened(chat, sockets);
+    s.serverClose(4001, 'account changed');
+    const again = await opened(chat, sockets, 1);
+    again.serverClose(4001, 'account changed');
+    await tick(50);
+    expect(sockets).toHaveLength(2);
+    expect(chat.getState().status).toBe('reconnecting');
+  });
+
   it('4029 backs off longer before reconnecting', async () => {
     const { chat, sockets } = setup({ abuseDelayMs: 150 });
     chat.connect();
@@ -280,9 +316,8 @@ describe('chat socket', () => {
     expect(chat.getState().messages.map((m) => m.id)).toEqual(['1', '2', '3', '4']);
     expect(chat.getState().hasMore).toBe(true);
     s.serverClose(1006);
-    const s2 = await opened(chat, sockets, 1);
     // While away 4 was deleted and 5 arrived.
-    s2.emit({ type: 'message_history', messages: [msg('3'), msg('5')] });
+    await opened(chat, sockets, 1, [msg('3'), msg('5')]);
     expect(chat.getState().messages.map((m) => m.id)).toEqual(['1', '2', '3', '5']);
   });
 

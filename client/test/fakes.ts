@@ -1,7 +1,7 @@
 // Test doubles for what cannot be made to misbehave on demand for real in a unit test: a fetch whose SSE
 // streams the test writes and ends, a page environment (online/offline, visibility), a Web Locks manager and a
 // WebSocket. The integration tests (integration.test.ts) use the real server instead.
-import type { ChatServerEvent, Notification } from '../src/contract.js';
+import type { ChatMessage, ChatServerEvent, Notification } from '../src/contract.js';
 import type { ClientEnvironment, EnvironmentEvent } from '../src/environment.js';
 import type { LockManagerLike } from '../src/feed.js';
 import type { WebSocketLike } from '../src/index.js';
@@ -224,8 +224,11 @@ export class FakeSocket implements WebSocketLike {
     this.closedByClient = { code, reason };
     this.readyState = 3;
   }
-  /** Server accepts: open + `connected`. */
-  accept(connected: Partial<Extract<ChatServerEvent, { type: 'connected' }>> = {}): void {
+  /** Server accepts: open, `connected`, then the history (none unless given; `null`: not sent). */
+  accept(
+    connected: Partial<Extract<ChatServerEvent, { type: 'connected' }>> = {},
+    history: ChatMessage[] | null = [],
+  ): void {
     this.readyState = 1;
     this.onopen?.({});
     this.emit({
@@ -236,6 +239,7 @@ export class FakeSocket implements WebSocketLike {
       instanceId: 'node-0',
       ...connected,
     });
+    if (history) this.emit({ type: 'message_history', messages: history });
   }
   emit(event: ChatServerEvent): void {
     this.onmessage?.({ data: JSON.stringify(event) });

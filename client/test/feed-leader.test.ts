@@ -99,6 +99,27 @@ describe('one stream per browser', () => {
     expect(locks.isHeld(`herald:feed:${BASE}`)).toBe(false);
   });
 
+  it('outside a page (Node) clients do not share by default, even where navigator.locks exists', async () => {
+    const had = Object.getOwnPropertyDescriptor(globalThis, 'navigator');
+    Object.defineProperty(globalThis, 'navigator', { value: { locks: new FakeLocks() }, configurable: true });
+    try {
+      const server = new FakeHerald();
+      for (let i = 0; i < 2; i++) {
+        const client = createHeraldClient({
+          baseURL: BASE,
+          fetch: (input, init) => server.fetch(input, init),
+          environment: new FakeEnvironment(),
+        });
+        clients.push(client);
+        client.notifications.feed.start();
+      }
+      await waitFor(() => server.streams.length === 2, 'one stream per client');
+    } finally {
+      if (had) Object.defineProperty(globalThis, 'navigator', had);
+      else Reflect.deleteProperty(globalThis, 'navigator');
+    }
+  });
+
   it('without Web Locks or BroadcastChannel every tab has its own stream', async () => {
     const server = new FakeHerald();
     tab(server, null).start();
