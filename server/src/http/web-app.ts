@@ -55,6 +55,18 @@ interface StaticFile {
   cacheControl: string;
 }
 
+// One load per build (tests and several apps in one process share it): keyed by folder and index.html's mtime.
+const loaded = new Map<string, { stamp: number; files: Map<string, StaticFile> }>();
+
+function loadFilesOnce(root: string): Map<string, StaticFile> {
+  const stamp = statSync(path.join(root, 'index.html')).mtimeMs;
+  const cached = loaded.get(root);
+  if (cached && cached.stamp === stamp) return cached.files;
+  const files = loadFiles(root);
+  loaded.set(root, { stamp, files });
+  return files;
+}
+
 function loadFiles(root: string): Map<string, StaticFile> {
   const files = new Map<string, StaticFile>();
   const walk = (dir: string) => {
@@ -165,7 +177,7 @@ export function registerWebApp(app: FastifyInstance): void {
   if (!config.SERVE_WEB_APP) return;
   const root = path.resolve(config.WEB_APP_DIR ?? DEFAULT_WEB_APP_DIR);
   const built = existsSync(path.join(root, 'index.html')) && statSync(root).isDirectory();
-  const files = built ? loadFiles(root) : new Map<string, StaticFile>();
+  const files = built ? loadFilesOnce(root) : new Map<string, StaticFile>();
   const index = files.get('/index.html');
   if (built) logger.info({ dir: root, files: files.size }, 'serving the web app at /');
   else logger.warn({ dir: root }, 'web app not built: run `npm run build:web`; the API works without it');
