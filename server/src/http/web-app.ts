@@ -49,7 +49,8 @@ const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 interface StaticFile {
   body: Buffer;
-  gzip: Buffer | null;
+  /** Compressed on first use (not at start-up, which many processes pay and most never serve). */
+  gzip: Buffer | null | undefined;
   type: string;
   etag: string;
   cacheControl: string;
@@ -80,10 +81,9 @@ function loadFiles(root: string): Map<string, StaticFile> {
       const urlPath = `/${path.relative(root, full).split(path.sep).join('/')}`;
       const body = readFileSync(full);
       const type = TYPES[path.extname(entry.name).toLowerCase()] ?? 'application/octet-stream';
-      const gzip = COMPRESSIBLE.test(type) && body.length > 1024 ? gzipSync(body, { level: 9 }) : null;
       files.set(urlPath, {
         body,
-        gzip: gzip && gzip.length < body.length ? gzip : null,
+        gzip: COMPRESSIBLE.test(type) && body.length > 1024 ? undefined : null,
         type,
         etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
         // Vite puts content-hashed files under /assets; anything else may change under the same name.
@@ -194,6 +194,10 @@ export function registerWebApp(app: FastifyInstance): void {
       return reply.code(304).send();
     }
     const gzipOk = /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''));
+    if (gzipOk && file.gzip === undefined) {
+      const packed = gzipSync(file.body, { level: 9 });
+      file.gzip = packed.length < file.body.length ? packed : null;
+    }
     const body = gzipOk && file.gzip ? file.gzip : file.body;
     if (body === file.gzip) reply.header('content-encoding', 'gzip');
     reply.header('content-length', body.length);
