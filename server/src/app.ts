@@ -35,6 +35,7 @@ import { createOverloadMonitor, installOverloadGuard } from './http/overload.js'
 import { parseTrustProxy } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
 import { installSecurityHeaders } from './http/security-headers.js';
+import { registerClientConfig, registerWebApp } from './http/web-app.js';
 import { createDatabase } from './infra/db.js';
 import { createEmailOutbox } from './infra/email-outbox.js';
 import { canPrettyPrint, loggerOptions } from './infra/logger.js';
@@ -341,6 +342,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   registerAuthBridge(app, auth, config.API_BASE_URL);
+  // The bundled web app (its onRequest hook answers static files and page navigations before routing does).
+  registerWebApp(app);
 
   // features
   registerNotifications(app);
@@ -353,6 +356,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // ops
   registerHealth(app);
   registerMetrics(app);
+  registerClientConfig(app);
   // Test-only observation routes of the real-time core (NODE_ENV=test only).
   registerRealtimeTestRoutes(app);
 

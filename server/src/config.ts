@@ -163,6 +163,10 @@ export const EnvSchema = z.object({
   API_BASE_URL: httpUrl('API_BASE_URL'),
   FE_BASE_URL: httpUrl('FE_BASE_URL'),
   FRONTEND_URL: httpUrl('FRONTEND_URL'),
+  // The bundled web app (web/dist) served at `/` by this service; off when the front end is deployed elsewhere.
+  SERVE_WEB_APP: bool(true),
+  // Where the built web app is read from (default: web/dist of this repository).
+  WEB_APP_DIR: optionalString,
   COOKIE_SAME_SITE: z.enum(['lax', 'strict', 'none']).optional().default('lax'),
   SMTP_HOST: optionalString,
   SMTP_PORT: int(587, 1, 65535),
@@ -368,7 +372,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (problems.length > 0) throw new ConfigError(problems);
 
   const apiBaseUrl = (e.API_BASE_URL ?? `http://localhost:${e.PORT || 3001}`).replace(/\/+$/, '');
-  const fe = (feBaseUrl ?? 'http://localhost:3000').replace(/\/+$/, '');
+  // Served by this service, the web app's pages (which email links point at) are at the service's own URL.
+  const fe = (feBaseUrl ?? (e.SERVE_WEB_APP ? apiBaseUrl : 'http://localhost:3000')).replace(/\/+$/, '');
   const { FRONTEND_URL: _alias, SMTP_PASS: _smtpAlias, ...rest } = e;
   return {
     ...rest,

@@ -34,6 +34,7 @@ const TAGS = [
     description: 'Chat history and the WebSocket endpoint (protocol in docs/architecture.md).',
   },
   { name: 'operations', description: 'Health and metrics for operators and load balancers.' },
+  { name: 'web app', description: 'Public settings the web app reads before anyone signs in.' },
   { name: AUTH_TAG, description: 'Accounts and sessions, served by better-auth under /auth.' },
 ];
 

@@ -68,7 +68,7 @@ describe('chat (single instance)', () => {
       'http://localhost:3000.evil.example',
       'http://localhost:3000@evil.example',
       'http://evil.example#http://localhost:3000',
-      'http://localhost:3001',
+      'http://localhost:3002',
       'https://localhost:3000',
     ])('refuses the look-alike Origin %s with 403', async (origin) => {
       const refused = await refusedStatus(app, { origin, cookie: alice.cookie });

@@ -34,12 +34,25 @@ describe('loadConfig', () => {
     expect(c.CACHE_URL).toBeUndefined();
     expect(c.distributed).toBe(false);
     expect(c.API_BASE_URL).toBe('http://localhost:3001');
-    expect(c.FE_BASE_URL).toBe('http://localhost:3000');
-    expect(c.CORS_ALLOWLISTED_ORIGINS).toEqual(['http://localhost:3000']);
+    // The bundled web app is served by the service, so its pages (email links) are at the service's URL.
+    expect(c.SERVE_WEB_APP).toBe(true);
+    expect(c.FE_BASE_URL).toBe('http://localhost:3001');
+    expect(c.CORS_ALLOWLISTED_ORIGINS).toEqual(['http://localhost:3001']);
     expect(c.INSTANCE_ID).toMatch(/^api-[0-9a-f-]{36}$/);
     expect(c.AUTH_SECRET.length).toBeGreaterThanOrEqual(32);
     expect(readFileSync(path.join(dataDir, 'auth-secret'), 'utf8')).toBe(c.AUTH_SECRET);
     expect(loadConfig(base).AUTH_SECRET).toBe(c.AUTH_SECRET);
+  });
+
+  it('defaults FE_BASE_URL to a separate front end when the service does not serve the web app', () => {
+    const off = loadConfig({ ...base, SERVE_WEB_APP: 'false' });
+    expect(off.FE_BASE_URL).toBe('http://localhost:3000');
+    expect(off.CORS_ALLOWLISTED_ORIGINS).toEqual(['http://localhost:3000']);
+    const served = loadConfig({ ...base, PORT: '4100' });
+    expect(served.FE_BASE_URL).toBe('http://localhost:4100');
+    const elsewhere = loadConfig({ ...base, FE_BASE_URL: 'https://app.example/' });
+    expect(elsewhere.FE_BASE_URL).toBe('https://app.example');
+    expect(elsewhere.CORS_ALLOWLISTED_ORIGINS).toEqual(['https://app.example']);
   });
 
   it('trims CORS origins and strips quotes', () => {

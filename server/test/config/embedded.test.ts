@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import { TEST_ORIGIN } from '../helpers/app.js';
 import { freePort } from '../helpers/redis-server.js';
 import { startSmtp } from '../helpers/smtp.js';
 import { createVerifiedUser, jsonHeaders } from '../helpers/users.js';
@@ -36,6 +37,9 @@ describe.concurrent('embedded default', { timeout: 180_000 }, () => {
         DATA_DIR: dataDir,
         SMTP_HOST: '127.0.0.1',
         SMTP_PORT: String(smtp.port),
+        // The user helpers send requests from TEST_ORIGIN, a separately deployed front end; unset, the front
+        // end would be the bundled web app at the service's own URL.
+        FE_BASE_URL: TEST_ORIGIN,
       }),
     );
     cleanups.push(() => app.close());

@@ -160,6 +160,7 @@ describe('OpenAPI document', () => {
       'admin',
       'chat',
       'operations',
+      'web app',
       'accounts (better-auth)',
     ]);
     const paths = Object.keys(doc.paths);

@@ -1,0 +1,226 @@
+// Owns serving the bundled web app (web/, built into web/dist) at `/` and the small public configuration it
+// reads at start. Files are loaded into memory once at start-up (the build is a few hundred KiB), so a request
+// path is only ever looked up in a map and can never reach outside the build folder. Hashed assets are cached
+// for a year; index.html is revalidated on every load so a new build is picked up at once. HTML navigations to
+// paths no API route answers (and to `/chat`, whose route is the WebSocket endpoint) get index.html, and the
+// client-side router renders the page; API paths keep their JSON 404s. docs/architecture.md, "Web app".
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { BUILT_IN_SOCIAL_PROVIDERS, type Config } from '../config.js';
+
+/** web/dist of this repository, from server/src/http (tsx) or server/dist/http (build output) alike. */
+export const DEFAULT_WEB_APP_DIR = fileURLToPath(new URL('../../../web/dist', import.meta.url));
+
+// Paths that belong to the API even for a browser navigation: they never fall back to the app.
+const API_PREFIXES = [
+  '/auth',
+  '/notification',
+  '/docs',
+  '/openapi.json',
+  '/metrics',
+  '/health',
+  '/client-config',
+  '/__test',
+];
+// API routes that share their path with an app page: a plain HTML navigation there gets the page.
+const PAGE_PATHS_WITH_ROUTES = new Set(['/chat']);
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json; charset=utf-8',
+  '.webmanifest': 'application/manifest+json',
+  '.txt': 'text/plain; charset=utf-8',
+  '.woff2': 'font/woff2',
+};
+const COMPRESSIBLE = /^(text\/|image\/svg|application\/(json|manifest))/;
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+interface StaticFile {
+  body: Buffer;
+  /** Compressed on first use (not at start-up, which many processes pay and most never serve). */
+  gzip: Buffer | null | undefined;
+  type: string;
+  etag: string;
+  cacheControl: string;
+}
+
+// One load per build (tests and several apps in one process share it): keyed by folder and index.html's mtime.
+const loaded = new Map<string, { stamp: number; files: Map<string, StaticFile> }>();
+
+function loadFilesOnce(root: string): Map<string, StaticFile> {
+  const stamp = statSync(path.join(root, 'index.html')).mtimeMs;
+  const cached = loaded.get(root);
+  if (cached && cached.stamp === stamp) return cached.files;
+  const files = loadFiles(root);
+  loaded.set(root, { stamp, files });
+  return files;
+}
+
+function loadFiles(root: string): Map<string, StaticFile> {
+  const files = new Map<string, StaticFile>();
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        walk(full);
+        continue;
+      }
+      if (!entry.isFile()) continue;
+      const urlPath = `/${path.relative(root, full).split(path.sep).join('/')}`;
+      const body = readFileSync(full);
+      const type = TYPES[path.extname(entry.name).toLowerCase()] ?? 'application/octet-stream';
+      files.set(urlPath, {
+        body,
+        gzip: COMPRESSIBLE.test(type) && body.length > 1024 ? undefined : null,
+        type,
+        etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+        // Vite puts content-hashed files under /assets; anything else may change under the same name.
+        cacheControl: urlPath.startsWith('/assets/') ? IMMUTABLE : 'no-cache',
+      });
+    }
+  };
+  walk(root);
+  return files;
+}
+
+const NOT_BUILT_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Herald — web app not built</title></head>
+<body style="font-family: system-ui, sans-serif; max-width: 40rem; margin: 3rem auto; padding: 0 1rem">
+<h1>The web app is not built</h1>
+<p>The API is running (see <a href="/docs">/docs</a>), but <code>web/dist</code> is missing.</p>
+<p>Build it with <code>npm run build:web</code> (or restart with <code>npm start</code>, which builds it when it is
+missing or out of date), then reload this page. Set <code>SERVE_WEB_APP=false</code> to turn serving off.</p>
+</body></html>
+`;
+
+function isApiPath(pathname: string): boolean {
+  return API_PREFIXES.some((p) => pathname === p || pathname.startsWith(`${p}/`));
+}
+
+function acceptsHtml(request: FastifyRequest): boolean {
+  const accept = request.headers.accept;
+  return typeof accept === 'string' && accept.includes('text/html');
+}
+
+/** The content security policy of the app's HTML: only its own scripts, and the API on this origin. */
+function contentSecurityPolicy(config: Config): string {
+  const api = new URL(config.API_BASE_URL);
+  const wsApi = `${api.protocol === 'https:' ? 'wss' : 'ws'}://${api.host}`;
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data: https:",
+    `connect-src 'self' ${api.origin} ${wsApi}`,
+    "object-src 'none'",
+    "base-uri 'self'",
+    "frame-ancestors 'none'",
+    "form-action 'self'",
+  ].join('; ');
+}
+
+/** What the app needs to know before anyone signs in; public, also when the app is deployed elsewhere. */
+export function registerClientConfig(app: FastifyInstance): void {
+  const { config } = app.ctx;
+  app.withTypeProvider<ZodTypeProvider>().get(
+    '/client-config',
+    {
+      schema: {
+        tags: ['web app'],
+        summary: 'Public settings the web app reads at start (which sign-in methods exist)',
+        response: {
+          200: z.object({
+            socialProvider: z
+              .object({
+                id: z.string().describe('Provider id (SOCIAL_PROVIDER)'),
+                signInPath: z
+                  .enum(['/auth/sign-in/social', '/auth/sign-in/oauth2'])
+                  .describe('better-auth route that starts the sign-in (built-in provider or generic OIDC)'),
+              })
+              .nullable()
+              .describe('The configured social/OIDC sign-in provider, or null when there is none'),
+          }),
+        },
+      },
+    },
+    async (_request, reply) => {
+      reply.header('cache-control', 'no-cache');
+      if (!config.SOCIAL_CLIENT_ID || !config.SOCIAL_CLIENT_SECRET) return { socialProvider: null };
+      // The same split as auth.ts: a well-known provider without an issuer is better-auth's built-in one.
+      const builtIn = BUILT_IN_SOCIAL_PROVIDERS.has(config.SOCIAL_PROVIDER) && !config.SOCIAL_ISSUER;
+      return {
+        socialProvider: {
+          id: config.SOCIAL_PROVIDER,
+          signInPath: builtIn ? ('/auth/sign-in/social' as const) : ('/auth/sign-in/oauth2' as const),
+        },
+      };
+    },
+  );
+}
+
+/** Static files and page navigations; registered before the routes so its onRequest hook sees every request. */
+export function registerWebApp(app: FastifyInstance): void {
+  const { config, logger } = app.ctx;
+  if (!config.SERVE_WEB_APP) return;
+  const root = path.resolve(config.WEB_APP_DIR ?? DEFAULT_WEB_APP_DIR);
+  const built = existsSync(path.join(root, 'index.html')) && statSync(root).isDirectory();
+  const files = built ? loadFilesOnce(root) : new Map<string, StaticFile>();
+  const index = files.get('/index.html');
+  if (built) logger.info({ dir: root, files: files.size }, 'serving the web app at /');
+  else logger.warn({ dir: root }, 'web app not built: run `npm run build:web`; the API works without it');
+  const csp = contentSecurityPolicy(config);
+
+  const send = (request: FastifyRequest, reply: FastifyReply, file: StaticFile, html: boolean) => {
+    reply.header('content-type', file.type);
+    reply.header('cache-control', html ? 'no-cache' : file.cacheControl);
+    reply.header('etag', file.etag);
+    reply.header('vary', 'accept-encoding');
+    if (html) reply.header('content-security-policy', csp);
+    const given = request.headers['if-none-match'];
+    if (typeof given === 'string' && given.split(',').some((t) => t.trim() === file.etag)) {
+      return reply.code(304).send();
+    }
+    const gzipOk = /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''));
+    if (gzipOk && file.gzip === undefined) {
+      const packed = gzipSync(file.body, { level: 9 });
+      file.gzip = packed.length < file.body.length ? packed : null;
+    }
+    const body = gzipOk && file.gzip ? file.gzip : file.body;
+    if (body === file.gzip) reply.header('content-encoding', 'gzip');
+    reply.header('content-length', body.length);
+    return reply.code(200).send(request.method === 'HEAD' ? undefined : body);
+  };
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD') return;
+    const pathname = request.url.split('?')[0] ?? '/';
+    const file = files.get(pathname);
+    // index.html by its own name is a navigation like any other (no-cache, with the CSP).
+    if (file && pathname !== '/index.html') return send(request, reply, file, false);
+    if (!acceptsHtml(request) || isApiPath(pathname) || request.headers.upgrade) return;
+    // A path some API route answers stays the API's, except the page paths that share it.
+    const matched = request.routeOptions.url !== undefined;
+    if (matched && !PAGE_PATHS_WITH_ROUTES.has(pathname)) return;
+    if (!index) {
+      return reply
+        .code(503)
+        .header('content-type', 'text/html; charset=utf-8')
+        .header('cache-control', 'no-store')
+        .send(NOT_BUILT_PAGE);
+    }
+    return send(request, reply, index, true);
+  });
+}

@@ -1,0 +1,17 @@
+import { HeraldProvider } from '@herald/client/react';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { App } from './App';
+import { createClient } from './client';
+import './styles.css';
+
+const root = document.getElementById('root');
+if (!root) throw new Error('index.html has no #root element');
+const client = createClient();
+createRoot(root).render(
+  <StrictMode>
+    <HeraldProvider client={client}>
+      <App />
+    </HeraldProvider>
+  </StrictMode>,
+);

@@ -1,0 +1,171 @@
+// Users (better-auth admin plugin): list with search and pages, ban/unban, change role.
+import { useHeraldClient } from '@herald/client/react';
+import { type FormEvent, useCallback, useEffect, useState } from 'react';
+import { Alert } from '../components/Form';
+import { errorMessage } from '../format';
+import { useCurrentUser } from '../session';
+
+interface AdminUser {
+  id: string;
+  name: string;
+  email: string;
+  role?: string | null;
+  banned?: boolean | null;
+  emailVerified: boolean;
+}
+
+const PAGE_SIZE = 20;
+
+export function AdminUsersPage() {
+  const { auth } = useHeraldClient();
+  const { user: me } = useCurrentUser();
+  const [users, setUsers] = useState<AdminUser[]>([]);
+  const [total, setTotal] = useState(0);
+  const [offset, setOffset] = useState(0);
+  const [searchInput, setSearchInput] = useState('');
+  const [search, setSearch] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [loaded, setLoaded] = useState(false);
+
+  const load = useCallback(async () => {
+    const result = await auth.admin.listUsers({
+      query: {
+        limit: PAGE_SIZE,
+        offset,
+        sortBy: 'createdAt',
+        sortDirection: 'desc',
+        ...(search
+          ? { searchField: 'email' as const, searchOperator: 'contains' as const, searchValue: search }
+          : {}),
+      },
+    });
+    setLoaded(true);
+    if (result.error) {
+      setError(errorMessage(result.error, 'Could not list users'));
+      return;
+    }
+    const data = result.data as { users: AdminUser[]; total: number };
+    setUsers(data.users);
+    setTotal(data.total);
+  }, [auth, offset, search]);
+
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  const run = async (work: () => Promise<{ error: unknown }>) => {
+    setError(null);
+    const result = await work();
+    if (result.error) setError(errorMessage(result.error));
+    await load();
+  };
+
+  const submitSearch = (event: FormEvent) => {
+    event.preventDefault();
+    setOffset(0);
+    setSearch(searchInput.trim());
+  };
+
+  return (
+    <section className="card">
+      <h1>Users</h1>
+      <search>
+        <form className="search" onSubmit={submitSearch}>
+          <label className="inline-field">
+            <span>Search by email</span>
+            <input type="search" value={searchInput} onChange={(e) => setSearchInput(e.target.value)} />
+          </label>
+          <button type="submit" className="button secondary">
+            Search
+          </button>
+        </form>
+      </search>
+      <Alert>{error}</Alert>
+      {!loaded ? <p className="muted">Loading…</p> : null}
+      <div className="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Email</th>
+              <th scope="col">Role</th>
+              <th scope="col">Status</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {users.map((u) => (
+              <tr key={u.id}>
+                <td>{u.name}</td>
+                <td>{u.email}</td>
+                <td>
+                  <label className="sr-only" htmlFor={`role-${u.id}`}>
+                    Role of {u.email}
+                  </label>
+                  <select
+                    id={`role-${u.id}`}
+                    value={u.role ?? 'user'}
+                    disabled={u.id === me?.id}
+                    onChange={(e) =>
+                      void run(() =>
+                        auth.admin.setRole({ userId: u.id, role: e.target.value as 'user' | 'admin' }),
+                      )
+                    }
+                  >
+                    <option value="user">user</option>
+                    <option value="admin">admin</option>
+                  </select>
+                </td>
+                <td>{u.banned ? 'Banned' : u.emailVerified ? 'Active' : 'Unverified'}</td>
+                <td>
+                  {u.id === me?.id ? (
+                    <span className="muted">you</span>
+                  ) : u.banned ? (
+                    <button
+                      type="button"
+                      className="button small secondary"
+                      aria-label={`Unban ${u.email}`}
+                      onClick={() => void run(() => auth.admin.unbanUser({ userId: u.id }))}
+                    >
+                      Unban
+                    </button>
+                  ) : (
+                    <button
+                      type="button"
+                      className="button small danger"
+                      aria-label={`Ban ${u.email}`}
+                      onClick={() => void run(() => auth.admin.banUser({ userId: u.id }))}
+                    >
+                      Ban
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <nav className="pagination" aria-label="Pages">
+        <button
+          type="button"
+          className="button secondary"
+          disabled={offset === 0}
+          onClick={() => setOffset(Math.max(0, offset - PAGE_SIZE))}
+        >
+          Previous
+        </button>
+        <span>
+          {total === 0 ? 'No users' : `${offset + 1}–${Math.min(offset + PAGE_SIZE, total)} of ${total}`}
+        </span>
+        <button
+          type="button"
+          className="button secondary"
+          disabled={offset + PAGE_SIZE >= total}
+          onClick={() => setOffset(offset + PAGE_SIZE)}
+        >
+          Next
+        </button>
+      </nav>
+    </section>
+  );
+}

@@ -1,0 +1,96 @@
+// Sign up: the account is created unverified; the email's link leads to /verify-email.
+import { useHeraldClient } from '@herald/client/react';
+import { type FormEvent, useState } from 'react';
+import { Alert, Field } from '../components/Form';
+import { errorMessage } from '../format';
+import { Link } from '../router';
+
+export function SignUpPage() {
+  const client = useHeraldClient();
+  const [name, setName] = useState('');
+  const [email, setEmail] = useState('');
+  const [username, setUsername] = useState('');
+  const [password, setPassword] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [sentTo, setSentTo] = useState<string | null>(null);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    const trimmedUsername = username.trim();
+    const result = await client.auth.signUp.email({
+      name: name.trim(),
+      email: email.trim(),
+      password,
+      ...(trimmedUsername ? { username: trimmedUsername } : {}),
+    });
+    setBusy(false);
+    if (result.error) setError(errorMessage(result.error, 'Could not sign up'));
+    else setSentTo(email.trim());
+  };
+
+  if (sentTo) {
+    return (
+      <section className="card narrow">
+        <h1>Check your email</h1>
+        <p role="status">
+          We sent a verification link to <strong>{sentTo}</strong>. Follow it, then sign in.
+        </p>
+        <p>
+          <Link to="/sign-in">Go to sign in</Link>
+        </p>
+      </section>
+    );
+  }
+
+  return (
+    <section className="card narrow">
+      <h1>Create an account</h1>
+      <form onSubmit={(e) => void submit(e)}>
+        <Field
+          label="Name"
+          autoComplete="name"
+          required
+          value={name}
+          onChange={(e) => setName(e.target.value)}
+        />
+        <Field
+          label="Email"
+          type="email"
+          autoComplete="email"
+          required
+          value={email}
+          onChange={(e) => setEmail(e.target.value)}
+        />
+        <Field
+          label="Username"
+          autoComplete="username"
+          hint="Optional; lets you sign in without your email."
+          value={username}
+          onChange={(e) => setUsername(e.target.value)}
+        />
+        <Field
+          label="Password"
+          type="password"
+          autoComplete="new-password"
+          minLength={8}
+          required
+          hint="At least 8 characters."
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+        />
+        <Alert>{error}</Alert>
+        <div className="actions">
+          <button type="submit" className="button" disabled={busy}>
+            Sign up
+          </button>
+        </div>
+      </form>
+      <p className="muted">
+        Already have an account? <Link to="/sign-in">Sign in</Link>
+      </p>
+    </section>
+  );
+}

@@ -1,0 +1,28 @@
+// The signed-in user as the pages need it, from the SDK's session hook.
+import { useSession } from '@herald/client/react';
+import { useCallback, useRef } from 'react';
+
+export interface CurrentUser {
+  id: string;
+  name: string;
+  email: string;
+  role: string | null;
+  isAdmin: boolean;
+}
+
+export function useCurrentUser(): { user: CurrentUser | null; isPending: boolean; refetch: () => void } {
+  const session = useSession();
+  // A stable function, so effects can depend on it without running on every render.
+  const latest = useRef(session.refetch);
+  latest.current = session.refetch;
+  const refetch = useCallback(() => {
+    void latest.current();
+  }, []);
+  const u = session.data?.user as
+    | { id: string; name: string; email: string; role?: string | null }
+    | undefined;
+  const user = u
+    ? { id: u.id, name: u.name, email: u.email, role: u.role ?? null, isAdmin: u.role === 'admin' }
+    : null;
+  return { user, isPending: session.isPending, refetch };
+}

@@ -1,0 +1,33 @@
+import { defaultServerConditions } from 'vite';
+import { defineConfig } from 'vitest/config';
+
+// The SDK from its TypeScript sources (its "source" export condition), as in the app's build.
+const resolve = { conditions: ['source', ...defaultServerConditions] };
+
+export default defineConfig({
+  resolve,
+  ssr: { resolve: { conditions: resolve.conditions, externalConditions: ['source'] } },
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/**/*.test.{ts,tsx}'], environment: 'node' },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['e2e/**/*.test.ts'],
+          // Real server processes and one Chromium: files run one after another (two cores).
+          pool: 'forks',
+          maxWorkers: 1,
+          fileParallelism: false,
+          // Bounds against hangs, not performance thresholds.
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          globalSetup: ['e2e/global-setup.ts'],
+        },
+      },
+    ],
+  },
+});
