@@ -262,7 +262,7 @@ export const EnvSchema = z.object({
   // /notification/unread-count, /notification/counts, /notification/list); off by default: they are the bulk of
   // the traffic and each line costs a write. Errors on them are logged either way.
   ACCESS_LOG_POLLED_ROUTES: bool(false),
-  // Overload protection (http/overload.ts): beyond these, requests are refused at once with 503 OVERLOADED and
+  // Overload protection (http/overload.ts): beyond these, requests are refused at once with 503 UNAVAILABLE and
   // Retry-After instead of queueing until they time out. 0 turns a threshold off.
   // Mean event-loop delay over the last sample interval (beyond the timer's own resolution).
   OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: int(1_000, 0, 60_000),

@@ -1,6 +1,6 @@
 // Owns overload protection: a monitor samples the event-loop delay, event-loop utilisation and heap use every
 // OVERLOAD_SAMPLE_INTERVAL_MS, and reads the database pool's wait queue on every request; while a threshold is
-// exceeded every request (except GET /health and /metrics) is refused at once with 503 OVERLOADED and
+// exceeded every request (except GET /health and /metrics) is refused at once with 503 UNAVAILABLE and
 // Retry-After. Under more load than the process can serve, a fast refusal
 // lets clients and load balancers go elsewhere; queueing would make every request slow until all of them time out.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -129,6 +129,6 @@ export function installOverloadGuard(
     const q = request.url.indexOf('?');
     if (EXEMPT.has(q < 0 ? request.url : request.url.slice(0, q))) return done();
     monitor.countRefusal();
-    done(new AppError(503, 'OVERLOADED', 'The server is overloaded; retry shortly', undefined, headers));
+    done(new AppError(503, 'UNAVAILABLE', 'The server is overloaded; retry shortly', undefined, headers));
   });
 }

@@ -1,5 +1,5 @@
 // Overload protection (http/overload.ts, docs/api.md#operations): past a threshold every request but GET /health
-// and /metrics is refused at once with 503 OVERLOADED and Retry-After, and health reports `checks.load`. The
+// and /metrics is refused at once with 503 UNAVAILABLE and Retry-After, and health reports `checks.load`. The
 // thresholds are forced, never timed: a heap threshold of 1 byte is always exceeded, and an event-loop delay
 // threshold of 1 ms is exceeded after this test blocks the (shared, in-process) event loop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,7 +21,7 @@ describe('overload guard', () => {
     expect((await app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);
   });
 
-  it('answers 503 OVERLOADED with Retry-After past the heap threshold; health says so and stays answerable', async () => {
+  it('answers 503 UNAVAILABLE with Retry-After past the heap threshold; health says so and stays answerable', async () => {
     const app = await env.app({ OVERLOAD_MAX_HEAP_USED_BYTES: '1', OVERLOAD_RETRY_AFTER_S: '7' });
     const user = await createVerifiedUser(app, env.smtp).catch((err: unknown) => err);
     // The guard may already refuse sign-up (it samples on a timer); take the sample now to be certain.
@@ -42,7 +42,7 @@ describe('overload guard', () => {
       expect(res.statusCode, url).toBe(503);
       expect(res.headers['retry-after'], url).toBe('7');
       expect(res.json(), url).toEqual({
-        code: 'OVERLOADED',
+        code: 'UNAVAILABLE',
         message: 'The server is overloaded; retry shortly',
       });
     }
@@ -68,7 +68,7 @@ describe('overload guard', () => {
     waiting = 6;
     const refused = await app.inject({ method: 'GET', url: '/notification/unread-count' });
     expect(refused.statusCode).toBe(503);
-    expect(refused.json().code).toBe('OVERLOADED');
+    expect(refused.json().code).toBe('UNAVAILABLE');
     expect(refused.headers['retry-after']).toBe('2');
     expect((await app.inject({ method: 'GET', url: '/health' })).json().checks.load).toBe('overloaded');
     waiting = 5;
@@ -95,7 +95,7 @@ describe('overload guard', () => {
     expect(sample.reason).toBe('event_loop_delay');
     const refused = await app.inject({ method: 'GET', url: '/notification/unread-count' });
     expect(refused.statusCode).toBe(503);
-    expect(refused.json().code).toBe('OVERLOADED');
+    expect(refused.json().code).toBe('UNAVAILABLE');
     expect(refused.headers['retry-after']).toBe('2');
     const health = await app.inject({ method: 'GET', url: '/health' });
     expect(health.statusCode).toBe(503);
