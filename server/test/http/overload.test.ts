@@ -84,6 +84,9 @@ describe('overload guard', () => {
     });
     expect((await app.inject({ method: 'GET', url: '/notification/unread-count' })).statusCode).toBe(401);
     app.ctx.overload.sample();
+    // A reset histogram drops its first interval (Node 24), so let the monitor's timer fire once before blocking:
+    // otherwise the blocked interval is exactly the one dropped and, on a quiet machine, nothing is recorded.
+    await new Promise((resolve) => setTimeout(resolve, 50));
     // Block the event loop (app and test share it), then let the delay monitor's timer record it.
     const until = performance.now() + 300;
     while (performance.now() < until) {
