@@ -130,6 +130,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     sampleIntervalMs: config.OVERLOAD_SAMPLE_INTERVAL_MS,
     logger: app.log,
   });
+  app.addHook('onReady', (done) => {
+    overload.rebase();
+    done();
+  });
   app.addHook('onClose', async () => overload.close());
   // Right after the request id: a refused request costs nothing else.
   installOverloadGuard(app, overload, config.OVERLOAD_RETRY_AFTER_S);

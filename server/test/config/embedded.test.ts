@@ -94,7 +94,10 @@ describe.concurrent('embedded default', { timeout: 180_000 }, () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { status: string; checks: { database: string; cache: string } };
     expect(body.status).toBe('ok');
-    const requestId = res.headers.get('x-request-id');
+    expect(res.headers.get('x-request-id')).toBeTruthy();
+    // /health is polled, so it is not access-logged (ACCESS_LOG_POLLED_ROUTES); an ordinary route is, with its id.
+    const session = await fetch(`http://127.0.0.1:${port}/auth/get-session`);
+    const requestId = session.headers.get('x-request-id');
     expect(requestId).toBeTruthy();
     expect(stdout).toContain('CACHE_URL is not set');
     // The slow first start says what it is doing instead of staying silent.
