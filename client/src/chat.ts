@@ -11,7 +11,7 @@ import type {
 } from './contract.js';
 import { type ClientEnvironment, interruptibleSleep } from './environment.js';
 import type { Http } from './http.js';
-import { Store } from './store.js';
+import { Holds, Store } from './store.js';
 
 export type ChatStatus = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed' | 'banned';
 
@@ -170,7 +170,8 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   let outcomes: Outcome[] = [];
   const typingTimers = new Map<string, ReturnType<typeof setTimeout>>();
   let manual = false;
-  let holders = 0;
+  // Released holds re-evaluate whether the connection should stay open.
+  const holds = new Holds(() => reconcile());
   let socket: WebSocketLike | null = null;
   let run: AbortController | null = null;
   let everOpened = false;
@@ -495,7 +496,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   };
 
   const reconcile = () => {
-    if (manual || holders > 0) begin();
+    if (manual || holds.count > 0) begin();
     else end();
   };
 
@@ -507,20 +508,14 @@ export function createChatClient(deps: ChatDeps): ChatClient {
     },
     disconnect() {
       manual = false;
-      holders = 0;
+      holds.count = 0;
       reconcile();
     },
     retain(key) {
       if (key !== undefined) currentKey = key;
-      holders++;
+      const release = holds.take();
       reconcile();
-      let released = false;
-      return () => {
-        if (released) return;
-        released = true;
-        holders = Math.max(0, holders - 1);
-        reconcile();
-      };
+      return release;
     },
     getState: store.get,
     subscribe: store.subscribe,

@@ -8,7 +8,7 @@ import type { ListQuery, ListResponse, Notification, NotificationStreamEvent } f
 import { type ClientEnvironment, interruptibleSleep } from './environment.js';
 import type { FetchLike } from './http.js';
 import { SseParser } from './sse.js';
-import { Emitter, Store } from './store.js';
+import { Emitter, Holds, Store } from './store.js';
 
 export type FeedStatus = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'offline' | 'closed';
 
@@ -156,7 +156,8 @@ export function createNotificationFeed(deps: FeedDeps): NotificationFeed {
   const lockName = `herald:feed:${deps.baseURL}`;
 
   let manual = false;
-  let holders = 0;
+  // Released holds re-evaluate whether the connection should stay open.
+  const holds = new Holds(() => reconcile());
   /** Aborts everything of the current run (stream, lock request, sleeps). */
   let run: AbortController | null = null;
   let role: 'direct' | 'leader' | 'follower' = 'direct';
@@ -448,7 +449,7 @@ export function createNotificationFeed(deps: FeedDeps): NotificationFeed {
   };
 
   const reconcile = () => {
-    if (manual || holders > 0) begin();
+    if (manual || holds.count > 0) begin();
     else end();
   };
 
@@ -460,20 +461,14 @@ export function createNotificationFeed(deps: FeedDeps): NotificationFeed {
     },
     stop() {
       manual = false;
-      holders = 0;
+      holds.count = 0;
       reconcile();
     },
     retain() {
-      holders++;
+      const release = holds.take();
       restartIfFailed();
       reconcile();
-      let released = false;
-      return () => {
-        if (released) return;
-        released = true;
-        holders = Math.max(0, holders - 1);
-        reconcile();
-      };
+      return release;
     },
     getState: store.get,
     subscribe: store.subscribe,

@@ -49,3 +49,23 @@ export class Emitter<E> {
     }
   }
 }
+
+/**
+ * Reference-counted holds on a connection (the React hooks' mounts): `take()` counts one, and its release counts
+ * back once however often it is called, then runs `onRelease` so the owner can close when nobody holds it.
+ */
+export class Holds {
+  count = 0;
+  constructor(private readonly onRelease: () => void) {}
+
+  take(): () => void {
+    this.count++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.count = Math.max(0, this.count - 1);
+      this.onRelease();
+    };
+  }
+}
