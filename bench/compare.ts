@@ -4,14 +4,14 @@
 // very JSON bodies Herald returned, from memory. Ratios within one run are the figures that count: the machine
 // is shared, so absolute numbers drift with its load (printed with every table).
 //
-// Usage: npm run bench -- compare [--runs 1] [--duration 10] [--warmup 3] [--connections 100]
+// Usage: npm run bench -- compare [--runs 1] [--duration 10] [--warmup 3] [--connections 100] [--only health,list]
 //        npm run bench -- compare --profile [--duration 10]   # one Herald process per path under node
 //            --cpu-prof; prints each path's top self-time functions and packages (bench/_profile.ts)
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { flagArg, machineLoad, numberArg, printTable } from './_lib.js';
+import { flagArg, machineLoad, numberArg, printTable, stringArg } from './_lib.js';
 import { printProfileSummary, type Window } from './_profile.js';
 import {
   type BenchUser,
@@ -30,6 +30,8 @@ const duration = numberArg('duration', 10);
 const warmup = numberArg('warmup', 3);
 const connections = numberArg('connections', 100);
 const profile = flagArg('profile');
+// A comma-separated subset of the paths by a word of their name (e.g. `--only health,list`); all by default.
+const only = stringArg('only', '');
 
 interface HotPath {
   name: string;
@@ -38,12 +40,15 @@ interface HotPath {
   authed: boolean;
 }
 
-const PATHS: HotPath[] = [
+const ALL_PATHS: HotPath[] = [
   { name: 'GET /health', path: '/health', authed: false },
   { name: 'GET /notification/unread-count', path: '/notification/unread-count', authed: true },
   { name: 'GET /notification/list?limit=20', path: '/notification/list?limit=20', authed: true },
   { name: 'GET /auth/get-session', path: '/auth/get-session', authed: true },
 ];
+const PATHS = only
+  ? ALL_PATHS.filter((p) => only.split(',').some((word) => word && p.path.includes(word.trim())))
+  : ALL_PATHS;
 
 interface Load {
   rps: number;

@@ -126,7 +126,8 @@ export async function runRetention(
         select count(*)::int as n from d`),
     );
     const touched = new Set<string>();
-    for (const r of [...expired, ...overflow]) if (Number(r.u) > 0) touched.add(r.user_id);
+    // Any deleted row changes the user's cached first page (read rows too), not only their unread count.
+    for (const r of [...expired, ...overflow]) if (Number(r.n) > 0) touched.add(r.user_id);
     return {
       touched: [...touched],
       expiredDeleted: expired.reduce((s, r) => s + Number(r.n), 0),
@@ -147,7 +148,7 @@ export async function runRetention(
       webhookDeliveriesDeleted: 0,
       idempotencyKeysDeleted: 0,
     };
-  // After commit: deleted unread rows change cached unread counts.
+  // After commit: deleted rows change cached unread counts and first pages.
   const cache =
     unreadCache ?? createUnreadCache({ store: ctx.store, logger: ctx.logger, countFromDb: async () => 0 });
   await cache.invalidate(result.touched);

@@ -213,6 +213,20 @@ export const PaginationSchema = z.object({
   hasPreviousPage: z.boolean(),
 });
 
+/** The body of `GET /notification/list`. */
+export const ListResponseSchema = z
+  .object({ notifications: z.array(NotificationSchema), pagination: PaginationSchema })
+  .describe('One page of the caller’s notifications and the paging figures');
+export type ListResponse = z.infer<typeof ListResponseSchema>;
+
+/**
+ * The first-page queries the read cache keeps (the bell's polled query and its unread filter); its signature, or
+ * null for a query that always goes to PostgreSQL (later pages, type and search filters).
+ */
+export function cachedPageSignature(q: ListQuery): string | null {
+  return q.page === 1 && q.type === undefined && q.search === undefined ? `${q.filter}:${q.limit}` : null;
+}
+
 export const CountsSchema = z.object({
   byStatus: z.object({ all: z.number().int(), read: z.number().int(), unread: z.number().int() }),
   byType: z.object(

@@ -1,6 +1,7 @@
 // Owns the notification use cases: queries, changes (each followed by cache invalidation and SSE events on the
 // bus), and creation for one or many users (batched insert → events → delivery). Other features (admin, chat)
 // create notifications through createForUser / createForUsers.
+import { z } from 'zod';
 import { AppError, notFound, validationError } from '../http/errors.js';
 import type { Logger } from '../infra/logger.js';
 import type { Realtime } from '../realtime/index.js';
@@ -18,7 +19,10 @@ import {
   type ActionUrlPolicy,
   assertActionUrls,
   type Counts,
+  cachedPageSignature,
   type ListQuery,
+  type ListResponse,
+  ListResponseSchema,
   type NewNotification,
   NewNotificationSchema,
   type Notification,
@@ -271,32 +275,50 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     return { createdCount, existingCount, missingUserIds: missing };
   };
 
-  /** After a committed change: the cached count goes stale, then the events go out. */
+  /** After a committed change: the cached count and first page go stale, then the events go out. */
   const changed = async (userId: string, events: SeqEvent[]) => {
-    if (events.some((e) => e.name === 'unread_count_changed')) await unread.invalidate([userId]);
+    if (events.length > 0) await unread.invalidate([userId]);
     await publishUser(userId, events);
   };
 
+  const list = async (userId: string, query: ListQuery): Promise<ListResponse> => {
+    const { rows, totalCount } = await repo.list(userId, query);
+    const totalPages = Math.ceil(totalCount / query.limit);
+    return {
+      notifications: rows,
+      pagination: {
+        page: query.page,
+        limit: query.limit,
+        totalCount,
+        totalPages,
+        hasNextPage: query.page < totalPages,
+        hasPreviousPage: query.page > 1,
+      },
+    };
+  };
+
   return {
-    async list(userId: string, query: ListQuery) {
-      const { rows, totalCount } = await repo.list(userId, query);
-      const totalPages = Math.ceil(totalCount / query.limit);
-      return {
-        notifications: rows,
-        pagination: {
-          page: query.page,
-          limit: query.limit,
-          totalCount,
-          totalPages,
-          hasNextPage: query.page < totalPages,
-          hasPreviousPage: query.page > 1,
-        },
-      };
+    list,
+
+    /**
+     * The list page serialised as the route's response schema encodes it. First pages without a type or search
+     * filter come from the read cache (docs/architecture.md "First-page cache").
+     */
+    async listJson(userId: string, query: ListQuery): Promise<string> {
+      const load = async () => JSON.stringify(z.encode(ListResponseSchema, await list(userId, query)));
+      const signature = cachedPageSignature(query);
+      return signature === null ? load() : unread.page(userId, signature, load);
     },
 
     counts: (userId: string): Promise<Counts> => repo.counts(userId),
 
     unreadCount: (userId: string): Promise<number> => unread.get(userId),
+
+    /**
+     * Forgets these users' cached unread counts and first pages. For rows changed behind the service's back (a
+     * data migration, a manual fix, test seeding); every change made through the service does this itself.
+     */
+    forgetCached: (userIds: string[]): Promise<void> => unread.invalidate(userIds),
 
     async setRead(userId: string, rawId: string, read: boolean): Promise<Notification> {
       const id = uuidOrNotFound(rawId);

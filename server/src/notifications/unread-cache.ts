@@ -1,12 +1,18 @@
-// Owns the per-user unread-count cache in the shared store, with versioned invalidation (design:
-// docs/architecture.md "Unread count cache").
+// Owns the per-user read cache in the shared store (the unread count and the serialised first list page), with
+// versioned invalidation (design: docs/architecture.md "Unread count cache" and "First-page cache").
 import type { Logger } from '../infra/logger.js';
 import type { Store, StoreClient } from '../infra/store.js';
 
 export interface UnreadCache {
   /** The cached count, or the database count (cached when safe). Never stale after invalidate() returned. */
   get(userId: string): Promise<number>;
-  /** Call after the transaction that changed these users' unread counts has committed. */
+  /**
+   * The serialised first list page of `signature` (the query it answers), from the cache when it is current,
+   * else from `load` (then cached for the next reader unless a change came in between). Never stale after
+   * invalidate() returned.
+   */
+  page(userId: string, signature: string, load: () => Promise<string>): Promise<string>;
+  /** Call after the transaction that changed these users' notifications (any change) has committed. */
   invalidate(userIds: string[]): Promise<void>;
   close(): void;
 }
@@ -25,16 +31,52 @@ return 0`;
 
 // Bumps every key it is given: a broadcast batch invalidates its users in one script call instead of one per
 // user (docs/architecture.md "Broadcast at scale").
+// A version that does not exist yet starts at the server's clock in microseconds, not at 0: if the hash is ever
+// lost (eviction under maxmemory, a flush) while a cached page tagged with an old version survives, the new
+// versions are far above it and that page can never match again.
 const BUMP = `
+local t = redis.call('TIME')
+local base = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
 for _, key in ipairs(KEYS) do
+  redis.call('HSETNX', key, 'v', base)
   redis.call('HINCRBY', key, 'v', 1)
   redis.call('HDEL', key, 'c')
   redis.call('PEXPIRE', key, ARGV[1])
 end
 return #KEYS`;
 
+// Gives a user who has no version yet one (from the clock, as BUMP does) and returns the current version: a page
+// is only cached under a version that exists in the store.
+const INIT_VERSION = `
+local t = redis.call('TIME')
+if redis.call('HSETNX', KEYS[1], 'v', t[1] .. string.rep('0', 6 - #t[2]) .. t[2]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+end
+return redis.call('HGET', KEYS[1], 'v')`;
+
 // Keys per script call: bounded so one call never blocks Redis for long.
 const BUMP_CHUNK = 1_000;
+
+// A cached first page lives this long after it was read from PostgreSQL: it serves a bell that polls, and a
+// user who left stops costing memory soon (about 7 KiB per user for 20 notifications).
+const PAGE_TTL_MS = 2 * 60 * 1000;
+/** Pages kept by the in-process variant (no shared store). */
+const LOCAL_PAGES = 10_000;
+
+/**
+ * A cached page is stored as `<version>|<signature>|<json>`: it is served only while the user's version is still
+ * the one read BEFORE the page was loaded from PostgreSQL, so a write needs no script (and works across cluster
+ * slots) and an entry written late by a slow reader can never be served after a bump.
+ */
+function pageEntry(version: string, signature: string, json: string): string {
+  return `${version}|${signature}|${json}`;
+}
+
+function pageHit(entry: string | null | undefined, version: string, signature: string): string | null {
+  if (!entry) return null;
+  const head = `${version}|${signature}|`;
+  return entry.startsWith(head) ? entry.slice(head.length) : null;
+}
 
 export function createUnreadCache(deps: {
   store: Store;
@@ -64,6 +106,8 @@ function createRedisUnreadCache(
   // the name stays the same for a rolling upgrade). A batch bump is one multi-key script on one Redis, one
   // single-key script per user on a cluster (keys of different users live in different slots).
   const key = (userId: string) => `${prefix}notif:unread:${userId}`;
+  // The page has a key of its own (its own, shorter TTL); its version is checked against the counter's hash.
+  const pageKey = (userId: string) => `${prefix}notif:page:${userId}`;
   // Users whose bump failed (store down). Until each is bumped, their cache is bypassed on this instance and
   // retried in the background; the bump lands before any reader on any instance can see a stale value
   // as soon as the store is back, because every cached entry of theirs predates the change.
@@ -126,6 +170,30 @@ function createRedisUnreadCache(
       }
       return count;
     },
+    async page(userId, signature, load) {
+      if (pending.has(userId)) return load();
+      let version: string;
+      try {
+        // Sent together (auto-pipelined, in this order): one round trip.
+        const [[v], entry] = await Promise.all([redis.hmget(key(userId), 'v'), redis.get(pageKey(userId))]);
+        if (v === null || v === undefined) {
+          version = String(await redis.eval(INIT_VERSION, 1, key(userId), String(KEY_TTL_MS)));
+        } else {
+          version = v;
+          const hit = pageHit(entry, version, signature);
+          if (hit !== null) return hit;
+        }
+      } catch {
+        return load();
+      }
+      const json = await load();
+      try {
+        await redis.set(pageKey(userId), pageEntry(version, signature, json), 'PX', PAGE_TTL_MS);
+      } catch {
+        // Not cached this time; the next reader tries again.
+      }
+      return json;
+    },
     async invalidate(userIds) {
       if (userIds.length === 0) return;
       try {
@@ -145,6 +213,8 @@ function createRedisUnreadCache(
 /** In-process store (single instance): the same versioning, made atomic by the single thread. */
 function createLocalUnreadCache(countFromDb: (userId: string) => Promise<number>): UnreadCache {
   const entries = new Map<string, { v: number; c?: number }>();
+  // Pages are large next to a count: at most LOCAL_PAGES are kept, the oldest written dropped first.
+  const pages = new Map<string, string>();
   return {
     async get(userId) {
       const entry = entries.get(userId);
@@ -155,11 +225,31 @@ function createLocalUnreadCache(countFromDb: (userId: string) => Promise<number>
       if ((now?.v ?? 0) === version) entries.set(userId, { v: version, c: count });
       return count;
     },
+    async page(userId, signature, load) {
+      const entry = entries.get(userId);
+      const version = entry?.v ?? 0;
+      const hit = pageHit(pages.get(userId), String(version), signature);
+      if (hit !== null) return hit;
+      const json = await load();
+      if ((entries.get(userId)?.v ?? 0) === version) {
+        pages.delete(userId);
+        if (pages.size >= LOCAL_PAGES) {
+          const oldest = pages.keys().next().value;
+          if (oldest !== undefined) pages.delete(oldest);
+        }
+        pages.set(userId, pageEntry(String(version), signature, json));
+      }
+      return json;
+    },
     async invalidate(userIds) {
-      for (const id of userIds) entries.set(id, { v: (entries.get(id)?.v ?? 0) + 1 });
+      for (const id of userIds) {
+        entries.set(id, { v: (entries.get(id)?.v ?? 0) + 1 });
+        pages.delete(id);
+      }
     },
     close() {
       entries.clear();
+      pages.clear();
     },
   };
 }

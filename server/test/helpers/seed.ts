@@ -36,6 +36,7 @@ export async function seed(app: App, userId: string, rows: SeedRow[]): Promise<s
         values (${userId}, (select count(*) from notification where user_id = ${userId} and not read))
         on conflict (user_id) do update set unread = excluded.unread`,
   );
+  await app.notifications.forgetCached([userId]);
   return out.map((r) => r.id);
 }
 

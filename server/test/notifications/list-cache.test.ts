@@ -1,0 +1,214 @@
+// The first-page cache (notifications/unread-cache.ts): a cached page is served byte for byte as PostgreSQL would
+// answer, and never once any change to the user's notifications has returned, whichever instance made it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../src/app.js';
+import { runRetention } from '../../src/notifications/index.js';
+import { createUnreadCache } from '../../src/notifications/unread-cache.js';
+import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+import { seed } from '../helpers/seed.js';
+import { createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
+
+const DAY = 24 * 60 * 60 * 1000;
+
+interface ListBody {
+  notifications: Array<{ id: string; read: boolean; title: string }>;
+  pagination: { totalCount: number; totalPages: number; hasNextPage: boolean };
+}
+
+describe('first-page cache', () => {
+  let env: TestEnv;
+  let a: App;
+  let b: App;
+
+  beforeAll(async () => {
+    env = await createTestEnv({ RETENTION_MAX_AGE_DAYS: '30', RETENTION_MAX_PER_USER: '1000' });
+    [a, b] = await Promise.all([env.app(), env.app()]);
+  });
+  afterAll(() => env.close());
+
+  const list = async (app: App, u: TestUser, query = 'limit=5') => {
+    const res = await app.inject({
+      method: 'GET',
+      url: `/notification/list?${query}`,
+      headers: jsonHeaders(u.cookie),
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.headers['cache-control']).toBe('no-store');
+    return { text: res.body, body: res.json() as ListBody };
+  };
+  const change = async (app: App, u: TestUser, method: 'PATCH' | 'DELETE', url: string, payload?: object) => {
+    const res = await app.inject({
+      method,
+      url,
+      headers: payload ? jsonHeaders(u.cookie) : { origin: 'http://localhost:3000', cookie: u.cookie },
+      ...(payload ? { payload } : {}),
+    });
+    expect(res.statusCode, res.body).toBe(200);
+  };
+  const cachedEntry = (u: TestUser) => a.ctx.store.get(`notif:page:${u.id}`);
+
+  it('serves the stored bytes PostgreSQL answered, for the default first page and each read filter', async () => {
+    const u = await createVerifiedUser(a, env.smtp);
+    await seed(
+      a,
+      u.id,
+      Array.from({ length: 12 }, (_, i) => ({ read: i % 3 === 0, title: `t${i} <b>&"'` })),
+    );
+    const first = await list(a, u);
+    const entry = await cachedEntry(u);
+    expect(entry, 'the first read stores the page').toMatch(/^\d+\|all:5\|\{/);
+    expect(entry?.endsWith(first.text)).toBe(true);
+    // A hit (same bytes), on this instance and on the other.
+    expect((await list(a, u)).text).toBe(first.text);
+    expect((await list(b, u)).text).toBe(first.text);
+    // Later pages and filtered queries are not cached and agree with the cached page on the figures.
+    const page2 = await list(a, u, 'limit=5&page=2');
+    expect(page2.body.pagination.totalCount).toBe(12);
+    expect(first.body.pagination).toMatchObject({ totalCount: 12, totalPages: 3, hasNextPage: true });
+    // Another signature replaces the entry and answers its own query, never the other's.
+    const unread = await list(a, u, 'filter=unread&limit=5');
+    expect(unread.body.notifications.every((n) => !n.read)).toBe(true);
+    expect(unread.body.pagination.totalCount).toBe(8);
+    expect(await cachedEntry(u)).toMatch(/^\d+\|unread:5\|/);
+    expect((await list(b, u, 'filter=unread&limit=5')).text).toBe(unread.text);
+    expect((await list(b, u)).text).toBe(first.text);
+    expect((await list(b, u, 'limit=6')).body.notifications).toHaveLength(6);
+  });
+
+  it('drops the page on every change, made through either instance', async () => {
+    const u = await createVerifiedUser(a, env.smtp);
+    // Seeded oldest first: n5 is the newest, n2 the only read one.
+    const past = Date.now() - 60_000;
+    await seed(
+      a,
+      u.id,
+      Array.from({ length: 6 }, (_, i) => ({ read: i === 2, title: `n${i}`, createdAt: new Date(past + i) })),
+    );
+    const [newest] = (await list(a, u)).body.notifications.map((n) => n.id);
+
+    // Read and unread a notification on B: A's next page shows it.
+    await change(b, u, 'PATCH', `/notification/${newest}/read`, { read: true });
+    expect((await list(a, u)).body.notifications[0]).toMatchObject({ id: newest, read: true });
+    await change(b, u, 'PATCH', `/notification/${newest}/read`, { read: false });
+    expect((await list(a, u)).body.notifications[0]).toMatchObject({ id: newest, read: false });
+
+    // Deleting a READ notification does not change the unread count, and still changes the page.
+    const readOne = (await list(a, u)).body.notifications.find((n) => n.read);
+    expect(readOne).toBeDefined();
+    await change(b, u, 'DELETE', `/notification/${readOne?.id}`);
+    const afterDelete = (await list(a, u)).body;
+    expect(afterDelete.notifications.map((n) => n.id)).not.toContain(readOne?.id);
+    expect(afterDelete.pagination.totalCount).toBe(5);
+
+    // A notification created on B is first on A.
+    const created = await b.notifications.createForUser(u.id, {
+      type: 'info',
+      title: 'fresh',
+      content: 'just now',
+    });
+    expect((await list(a, u)).body.notifications[0]?.id).toBe(created.id);
+
+    // Mark all read, then delete all.
+    await change(b, u, 'PATCH', '/notification/mark-all-read');
+    expect((await list(a, u)).body.notifications.every((n) => n.read)).toBe(true);
+    await change(b, u, 'DELETE', '/notification/delete-all');
+    expect((await list(a, u)).body).toMatchObject({ notifications: [], pagination: { totalCount: 0 } });
+  });
+
+  it('drops the page when retention deletes read rows (the unread count does not move)', async () => {
+    const u = await createVerifiedUser(a, env.smtp);
+    await seed(a, u.id, [
+      { title: 'old and read', read: true, createdAt: new Date(Date.now() - 60 * DAY) },
+      { title: 'recent', createdAt: new Date(Date.now() - 1000) },
+    ]);
+    expect((await list(a, u)).body.pagination.totalCount).toBe(2);
+    const result = await runRetention(b.ctx);
+    expect(result.expiredDeleted).toBeGreaterThanOrEqual(1);
+    const after = (await list(a, u)).body;
+    expect(after.notifications.map((n) => n.title)).toEqual(['recent']);
+    expect(after.pagination.totalCount).toBe(1);
+  });
+
+  it('never keeps a page loaded before a change that committed while it loaded', async () => {
+    const cache = createUnreadCache({ store: a.ctx.store, logger: a.log, countFromDb: async () => 0 });
+    try {
+      const user = `race-${Date.now()}`;
+      let release: (json: string) => void = () => {};
+      const slow = cache.page(user, 'all:20', () => new Promise<string>((r) => (release = r)));
+      // The load has started (the version was read before it); a change commits and is invalidated meanwhile.
+      await new Promise((r) => setTimeout(r, 50));
+      await cache.invalidate([user]);
+      release('{"before":true}');
+      expect(await slow).toBe('{"before":true}');
+      let loads = 0;
+      const fresh = () => {
+        loads++;
+        return Promise.resolve('{"after":true}');
+      };
+      expect(await cache.page(user, 'all:20', fresh)).toBe('{"after":true}');
+      expect(loads, 'the page written late under the old version was not served').toBe(1);
+      // With no change in between, the next read is a hit.
+      expect(await cache.page(user, 'all:20', fresh)).toBe('{"after":true}');
+      expect(loads).toBe(1);
+    } finally {
+      cache.close();
+    }
+  });
+
+  it('does not serve a surviving page once the version hash was lost (eviction, flush)', async () => {
+    const cache = createUnreadCache({ store: a.ctx.store, logger: a.log, countFromDb: async () => 0 });
+    try {
+      const user = `evicted-${Date.now()}`;
+      expect(await cache.page(user, 'all:20', async () => '"v1"')).toBe('"v1"');
+      await cache.invalidate([user]);
+      expect(await cache.page(user, 'all:20', async () => '"v2"')).toBe('"v2"');
+      // The hash with the version goes (as under maxmemory eviction) while the page key survives.
+      await a.ctx.store.del(`notif:unread:${user}`);
+      expect(await a.ctx.store.get(`notif:page:${user}`)).toMatch(/\|"v2"$/);
+      expect(await cache.page(user, 'all:20', async () => '"v3"')).toBe('"v3"');
+      // A version that was lost restarts from the clock, far above the numbers a page could carry.
+      await a.ctx.store.del(`notif:unread:${user}`);
+      await cache.invalidate([user]);
+      expect(await cache.page(user, 'all:20', async () => '"v4"')).toBe('"v4"');
+    } finally {
+      cache.close();
+    }
+  });
+
+  it('answers from PostgreSQL while the store is down, and never a page from before the outage', async () => {
+    const redis = await startRedisServer();
+    const own = await createTestEnv({ CACHE_URL: redis.url });
+    try {
+      const app = await own.app();
+      const u = await createVerifiedUser(app, own.smtp);
+      const [id] = await seed(app, u.id, [{ title: 'one' }]);
+      const before = await app.inject({
+        method: 'GET',
+        url: '/notification/list?limit=5',
+        headers: jsonHeaders(u.cookie),
+      });
+      expect(before.json().notifications[0]).toMatchObject({ id, read: false });
+      await redis.stop();
+      // Sessions fall back to PostgreSQL; the change's cache bump fails and is retried in the background.
+      const marked = await app.inject({
+        method: 'PATCH',
+        url: `/notification/${id}/read`,
+        headers: jsonHeaders(u.cookie),
+        payload: { read: true },
+      });
+      expect(marked.statusCode, marked.body).toBe(200);
+      const during = await app.inject({
+        method: 'GET',
+        url: '/notification/list?limit=5',
+        headers: jsonHeaders(u.cookie),
+      });
+      expect(during.statusCode, during.body).toBe(200);
+      expect(during.json().notifications[0]).toMatchObject({ id, read: true });
+    } finally {
+      await own.close();
+      await redis.close();
+    }
+  });
+});
