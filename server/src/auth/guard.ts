@@ -3,6 +3,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { forbidden, unauthorized } from '../http/errors.js';
+import { BoundedMap } from '../infra/bounded-map.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import { session as sessionTable, user as userTable } from '../infra/schema/index.js';
@@ -125,22 +126,6 @@ function toContext(s: StoredSession): AuthContext | null {
   };
 }
 
-/** Bounded set of session tokens known to be gone; a token is random and never reused, so this cannot go stale. */
-class DeadTokens {
-  private readonly tokens = new Set<string>();
-  constructor(private readonly max: number) {}
-  has(token: string) {
-    return this.tokens.has(token);
-  }
-  add(token: string) {
-    if (this.tokens.size >= this.max) {
-      const oldest = this.tokens.values().next().value;
-      if (oldest !== undefined) this.tokens.delete(oldest);
-    }
-    this.tokens.add(token);
-  }
-}
-
 /**
  * The hot-path session check for Herald's own routes. better-auth's getSession costs, per call, an endpoint
  * dispatch, two store reads (session + per-user revocation marker), a cookie re-signing and sometimes a
@@ -156,7 +141,14 @@ export function createSessionResolver(
   stats: SessionLookupStats;
 } {
   const stats: SessionLookupStats = { store: 0, database: 0, storeErrors: 0 };
-  const dead = new DeadTokens(10_000);
+  // Tokens known to be gone (a token is random and never reused, so this cannot go stale).
+  const dead = new BoundedMap<true>(10_000);
+  // Signed cookie value → its token, for values whose HMAC already checked out: the check is a pure function of
+  // the value (and the secret, fixed for the process), and a polling client sends the same value every time.
+  const verified = new BoundedMap<string>(10_000);
+  // The last stored record seen per token and its parse: while the store returns the very same text, the parse
+  // is reused (expiry and ban are still judged per request by toContext).
+  const parsedByToken = new BoundedMap<{ raw: string; parsed: StoredSession }>(10_000);
   let settings: Promise<{ cookieName: string; secret: string }> | undefined;
   const getSettings = () => {
     settings ??= auth.$context.then((c) => ({
@@ -176,7 +168,7 @@ export function createSessionResolver(
       .limit(1);
     const row = rows[0];
     if (!row) {
-      dead.add(token);
+      dead.set(token, true);
       return null;
     }
     return toContext(row as StoredSession);
@@ -190,7 +182,11 @@ export function createSessionResolver(
     const { cookieName, secret } = await getSettings();
     const signed = readCookie(header, cookieName);
     if (!signed) return null;
-    return verifySignedValue(signed, secret);
+    const known = verified.get(signed);
+    if (known !== undefined) return known;
+    const token = verifySignedValue(signed, secret);
+    if (token !== null) verified.set(signed, token);
+    return token;
   };
 
   return {
@@ -216,6 +212,8 @@ export function createSessionResolver(
         return fromDatabase(token);
       }
       if (raw === null) return fromDatabase(token);
+      const seen = parsedByToken.get(token);
+      if (seen && seen.raw === raw) return toContext(seen.parsed);
       let parsed: StoredSession;
       try {
         parsed = JSON.parse(raw) as StoredSession;
@@ -223,6 +221,7 @@ export function createSessionResolver(
         return null;
       }
       if (!parsed?.session || !parsed.user) return null;
+      parsedByToken.set(token, { raw, parsed });
       return toContext(parsed);
     },
   };

@@ -3,6 +3,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { and, eq, inArray } from 'drizzle-orm';
+import { BoundedMap } from '../infra/bounded-map.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import { authStoreRepair, session as sessionTable, user as userTable } from '../infra/schema/index.js';
@@ -59,26 +60,6 @@ export interface RevocationDeps {
   store: Store;
   db: Db;
   logger: Logger;
-}
-
-/** Bounded map with insertion-order eviction (ids are random and never reused, so entries cannot go stale). */
-class BoundedMap<V> {
-  private readonly map = new Map<string, V>();
-  constructor(private readonly max: number) {}
-  get(key: string) {
-    return this.map.get(key);
-  }
-  set(key: string, value: V) {
-    this.map.delete(key);
-    if (this.map.size >= this.max) {
-      const oldest = this.map.keys().next().value;
-      if (oldest !== undefined) this.map.delete(oldest);
-    }
-    this.map.set(key, value);
-  }
-  delete(key: string) {
-    this.map.delete(key);
-  }
 }
 
 export function markerKey(userId: string): string {

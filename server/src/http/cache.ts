@@ -1,6 +1,6 @@
 // Owns HTTP caching rules for Herald's own routes: authenticated responses are never stored by shared or
 // browser caches, and small polled resources answer conditional requests (ETag / If-None-Match → 304).
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** Cache-Control: no-store on every response to an authenticated request that did not set its own policy. */
@@ -13,7 +13,8 @@ export function installCachePolicy(app: FastifyInstance): void {
 
 /** Weak validator of a JSON body: equal bodies, equal tags. */
 export function etagOf(body: unknown): string {
-  return `W/"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 27)}"`;
+  // One-shot hash: no Hash object per polled request.
+  return `W/"${hash('sha256', JSON.stringify(body), 'base64url').slice(0, 27)}"`;
 }
 
 /**

@@ -1,5 +1,6 @@
 // Owns the per-user read cache in the shared store (the unread count and the serialised first list page), with
 // versioned invalidation (design: docs/architecture.md "Unread count cache" and "First-page cache").
+import { BoundedMap } from '../infra/bounded-map.js';
 import type { Logger } from '../infra/logger.js';
 import type { Store, StoreClient } from '../infra/store.js';
 
@@ -214,7 +215,7 @@ function createRedisUnreadCache(
 function createLocalUnreadCache(countFromDb: (userId: string) => Promise<number>): UnreadCache {
   const entries = new Map<string, { v: number; c?: number }>();
   // Pages are large next to a count: at most LOCAL_PAGES are kept, the oldest written dropped first.
-  const pages = new Map<string, string>();
+  const pages = new BoundedMap<string>(LOCAL_PAGES);
   return {
     async get(userId) {
       const entry = entries.get(userId);
@@ -231,14 +232,7 @@ function createLocalUnreadCache(countFromDb: (userId: string) => Promise<number>
       const hit = pageHit(pages.get(userId), String(version), signature);
       if (hit !== null) return hit;
       const json = await load();
-      if ((entries.get(userId)?.v ?? 0) === version) {
-        pages.delete(userId);
-        if (pages.size >= LOCAL_PAGES) {
-          const oldest = pages.keys().next().value;
-          if (oldest !== undefined) pages.delete(oldest);
-        }
-        pages.set(userId, pageEntry(String(version), signature, json));
-      }
+      if ((entries.get(userId)?.v ?? 0) === version) pages.set(userId, pageEntry(String(version), signature, json));
       return json;
     },
     async invalidate(userIds) {
