@@ -232,7 +232,8 @@ function createLocalUnreadCache(countFromDb: (userId: string) => Promise<number>
       const hit = pageHit(pages.get(userId), String(version), signature);
       if (hit !== null) return hit;
       const json = await load();
-      if ((entries.get(userId)?.v ?? 0) === version) pages.set(userId, pageEntry(String(version), signature, json));
+      if ((entries.get(userId)?.v ?? 0) === version)
+        pages.set(userId, pageEntry(String(version), signature, json));
       return json;
     },
     async invalidate(userIds) {
