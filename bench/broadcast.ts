@@ -3,7 +3,7 @@
 // Two variants: default delivery (sse → email: offline users get an email queued in the outbox) and sse only.
 // `--breakdown` runs the server at debug level and sums its per-batch timing lines (insert, unread cache,
 // bus publish, each delivery strategy) so the table says where the time goes.
-// Usage: npx tsx bench/broadcast.ts [--users 10000] [--runs 3] [--breakdown] [--only default|sse]
+// Usage: npx tsx bench/broadcast.ts [--users 10000] [--runs 3] [--breakdown] [--only default|sse] [--batch-size 500]
 //        (or: npm run bench -- broadcast …)
 import { sql } from 'drizzle-orm';
 import { createTestEnv } from '../server/test/helpers/app.js';
@@ -14,6 +14,8 @@ const USERS = numberArg('users', 10_000);
 const RUNS = numberArg('runs', 3);
 const BREAKDOWN = flagArg('breakdown');
 const ONLY = stringArg('only', '');
+// BROADCAST_BATCH_SIZE of the measured instance (the service's default when not given).
+const BATCH_SIZE = stringArg('batch-size', '');
 
 /** Per-batch timings the service logs at debug level ('notification batch created'). */
 interface BatchLine {
@@ -47,7 +49,12 @@ async function main() {
     const setup = await env.app();
     const admin = await createAdmin(setup, env.smtp);
     const app = await env.app(
-      { SMTP_HOST: '', EMAIL_QUEUE_POLL_MS: '3600000', ...(BREAKDOWN ? { LOG_LEVEL: 'debug' } : {}) },
+      {
+        SMTP_HOST: '',
+        EMAIL_QUEUE_POLL_MS: '3600000',
+        ...(BREAKDOWN ? { LOG_LEVEL: 'debug' } : {}),
+        ...(BATCH_SIZE ? { BROADCAST_BATCH_SIZE: BATCH_SIZE } : {}),
+      },
       BREAKDOWN ? { logStream } : {},
     );
     await setup.close();
