@@ -11,7 +11,7 @@ import { realtimeKeys } from '../server/src/realtime/keys.js';
 import { createRedisBus } from '../server/src/realtime/redis-bus.js';
 import { startRedisCluster } from '../server/test/helpers/redis-cluster.js';
 import { startRedisServer } from '../server/test/helpers/redis-server.js';
-import { flagArg, machineLoad, numberArg, percentile, printTable } from './_lib.js';
+import { flagArg, numberArg, percentile, printTable } from './_lib.js';
 
 const RATE = numberArg('rate', 1000);
 const SECONDS = numberArg('seconds', 10);
