@@ -35,8 +35,15 @@ describe('revocation reaches open chat sockets on other instances despite a degr
   beforeAll(async () => {
     cluster = await startCluster({
       instances: 2,
-      // Keep the periodic re-check out of the way: this test is about the write check and bus recovery.
-      env: { ADMIN_EMAILS: ADMIN_EMAIL, LOG_LEVEL: 'warn', WS_PING_INTERVAL_MS: '600000' },
+      // Keep the periodic re-checks out of the way (chat pings, and the SSE keep-alive tick, whose convergence
+      // pass would end the stream from PostgreSQL during the outage): this test is about the write check and bus
+      // recovery.
+      env: {
+        ADMIN_EMAILS: ADMIN_EMAIL,
+        LOG_LEVEL: 'warn',
+        WS_PING_INTERVAL_MS: '600000',
+        SSE_KEEPALIVE_MS: '600000',
+      },
     });
     admin = await createVerifiedUserOn(cluster, 0, { email: ADMIN_EMAIL, name: 'Admin' });
   }, 90_000);
