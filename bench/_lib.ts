@@ -30,13 +30,31 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
+function pidOfPort(port: number): string | undefined {
+  const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
+  return out.match(/pid=(\d+)/)?.[1];
+}
+
 /** Resident memory (KiB) of the process listening on `port`, or NaN when it cannot be read (Linux only). */
 export function rssOfPort(port: number): number {
   try {
-    const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
-    const pid = out.match(/pid=(\d+)/)?.[1];
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const status = readFileSync(`/proc/${pidOfPort(port)}/status`, 'utf8');
     return Number(status.match(/VmRSS:\s+(\d+)/)?.[1]);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * CPU seconds (user + system) the process listening on `port` has used so far, or NaN (Linux only): the difference
+ * of two readings says how much of the 2 cores a server took during a run.
+ */
+export function cpuSecondsOfPort(port: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pidOfPort(port)}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces): utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return Number.NaN;
   }

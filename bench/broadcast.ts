@@ -4,8 +4,10 @@
 // `--breakdown` runs the server at debug level and sums its per-batch timing lines (insert, unread cache,
 // bus publish, each delivery strategy) so the table says where the time goes.
 // Usage: npx tsx bench/broadcast.ts [--users 10000] [--runs 3] [--breakdown] [--only default|sse] [--batch-size 500]
+//        [--drain-outbox]
 //        (or: npm run bench -- broadcast …)
 import { sql } from 'drizzle-orm';
+import type { Mailer } from '../server/src/infra/mailer.js';
 import { createTestEnv } from '../server/test/helpers/app.js';
 import { createAdmin, jsonHeaders } from '../server/test/helpers/users.js';
 import { flagArg, machineLoad, numberArg, printTable, stringArg } from './_lib.js';
@@ -16,6 +18,8 @@ const BREAKDOWN = flagArg('breakdown');
 const ONLY = stringArg('only', '');
 // BROADCAST_BATCH_SIZE of the measured instance (the service's default when not given).
 const BATCH_SIZE = stringArg('batch-size', '');
+// Let the outbox worker send (with a mailer that does nothing) the emails the broadcast queues, during the request.
+const DRAIN_OUTBOX = flagArg('drain-outbox');
 
 /** Per-batch timings the service logs at debug level ('notification batch created'). */
 interface BatchLine {
@@ -27,8 +31,30 @@ interface BatchLine {
   deliveryMs?: Record<string, number>;
 }
 
+/**
+ * Each enqueue kicks the outbox worker. With a mailer that returns at once, the worker would mark the queued emails
+ * sent one UPDATE at a time, at CPU speed, during the request: an SMTP server's pace would never allow that. Its
+ * sends are held until the measurement is over, so the worker claims one round of rows and waits (what a slow
+ * SMTP server looks like); `--drain-outbox` gives the old behaviour.
+ */
+function heldMailer(): Mailer & { release(): void } {
+  const waiting: Array<() => void> = [];
+  let released = false;
+  return {
+    enabled: true,
+    send: () => (released ? Promise.resolve() : new Promise<void>((resolve) => waiting.push(resolve))),
+    verify: async () => {},
+    close: () => {},
+    release() {
+      released = true;
+      for (const resolve of waiting.splice(0)) resolve();
+    },
+  };
+}
+
 async function main() {
   const env = await createTestEnv({ LOG_LEVEL: 'silent' });
+  const mailer = heldMailer();
   const sums = new Map<string, number>();
   let batches = 0;
   const add = (k: string, v: number | undefined) => sums.set(k, (sums.get(k) ?? 0) + (v ?? 0));
@@ -44,8 +70,9 @@ async function main() {
     },
   };
   try {
-    // Admin signs up through the real endpoints (needs the SMTP capture); the measured instance has no SMTP so
-    // queued emails are not sent during the measurement (the outbox insert is still part of the request).
+    // Admin signs up through the real endpoints (needs the SMTP capture); the measured instance holds its outbox's
+    // sends (heldMailer) so queued emails are not sent during the measurement (the outbox insert is still part of
+    // the request).
     const setup = await env.app();
     const admin = await createAdmin(setup, env.smtp);
     const app = await env.app(
@@ -55,7 +82,10 @@ async function main() {
         ...(BREAKDOWN ? { LOG_LEVEL: 'debug' } : {}),
         ...(BATCH_SIZE ? { BROADCAST_BATCH_SIZE: BATCH_SIZE } : {}),
       },
-      BREAKDOWN ? { logStream } : {},
+      {
+        ...(BREAKDOWN ? { logStream } : {}),
+        ...(DRAIN_OUTBOX ? {} : { overrides: { mailer } }),
+      },
     );
     await setup.close();
     const t0 = performance.now();
@@ -119,6 +149,7 @@ async function main() {
     );
     printTable(rows);
   } finally {
+    mailer.release();
     await env.close();
   }
 }

@@ -10,6 +10,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
 import {
+  cpuSecondsOfPort,
   flagArg,
   machineLoad,
   numberArg,
@@ -192,6 +193,9 @@ async function main() {
 
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
     loopDelay.enable();
+    // CPU used while sending, per server process and by this process (the clients), against the wall clock.
+    const cpuBefore = ports.map(cpuSecondsOfPort);
+    const ownCpuBefore = process.cpuUsage();
     let n = 0;
     const intervalMs = 1000 / RATE;
     const start = performance.now();
@@ -220,6 +224,9 @@ async function main() {
       };
       tick();
     });
+    const sendingSeconds = (performance.now() - start) / 1000;
+    const cpuUsed = ports.map((p, k) => cpuSecondsOfPort(p) - (cpuBefore[k] ?? Number.NaN));
+    const ownCpu = process.cpuUsage(ownCpuBefore);
     // Let the last messages arrive.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     measuring = false;
@@ -259,6 +266,12 @@ async function main() {
         `after ${WARMUP_SECONDS} s warm-up (${expected} messages measured); ${machineLoad()}`,
     );
     printTable(table);
+    const share = (cpuSeconds: number) => `${((cpuSeconds / sendingSeconds) * 100).toFixed(0)} %`;
+    console.log(
+      `CPU while sending (${sendingSeconds.toFixed(1)} s; 200 % = both cores): ` +
+        `${cpuUsed.map((c, k) => `${k === 0 ? 'A' : `instance ${k}`} ${share(c)}`).join(', ')}, ` +
+        `bench clients ${share((ownCpu.user + ownCpu.system) / 1e6)}`,
+    );
     loopDelay.disable();
     console.log(
       `bench client event-loop delay: p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms, ` +

@@ -218,6 +218,18 @@ describe.skipIf(!available)('HAProxy in front of three instances', () => {
       `rolling restart: ${sent.length} notifications accepted, ${got.length} received, ${refused.length} refused`,
     );
     expect(refused).toEqual([]);
+    if (got.length !== sent.length) {
+      // What a failure needs to be understood: which titles, and the stream's connects and ids around them.
+      const missing = sent.filter((t) => !got.includes(t));
+      const trail = events
+        .filter((e) => e.event !== 'keep_alive')
+        .map((e) =>
+          e.event === 'new_notification'
+            ? `${e.id}:${(e.data.notification as { title: string }).title}`
+            : `${e.id}:${e.event}${e.event === 'connected' ? JSON.stringify(e.data) : ''}`,
+        );
+      console.log(`missing: ${JSON.stringify(missing)}\ntrail: ${trail.join(' ')}`);
+    }
     expect(got.length).toBe(sent.length);
     expect([...got].sort()).toEqual([...sent].sort());
 
