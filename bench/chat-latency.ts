@@ -3,10 +3,13 @@
 // measured on sockets of instance B (and, for comparison, of A). Prints a table.
 // --cluster: the instances share a private Redis Cluster (3 masters + 3 replicas) instead of one redis-server.
 // Usage: npm run bench -- chat-latency [--sockets 1000] [--rate 100] [--seconds 20] [--observers 50] [--cluster]
-//        [--instances 2]   (observers: parsed sockets on each instance other than A)
+//        [--instances 2] [--inline-discard] [--discard-nice 19] [--full-clients] [--cpu-prof-dir DIR]
+//        (--cpu-prof-dir: every instance runs under --cpu-prof; summarise with `npx tsx bench/_profile.ts FILE`)
+//        (observers: parsed sockets on each instance other than A)
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import WebSocket from 'ws';
 import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
 import {
@@ -19,6 +22,7 @@ import {
   percentile,
   printTable,
   rssOfPort,
+  stringArg,
 } from './_lib.js';
 
 const SOCKETS = numberArg('sockets', 1000);
@@ -33,6 +37,15 @@ const SENDERS = 50;
 // discard what they receive: the server does exactly the same work for them, while the benchmark process (on the
 // same 2 cores) does not spend a core decoding 100,000 frames/s. --full-clients uses `ws` for every socket.
 const FULL_CLIENTS = flagArg('full-clients');
+// The discarding clients run in a worker thread of their own by default: ~190,000 reads a second on the measuring
+// thread delayed the observers' callbacks (bench event-loop delay p99 160–220 ms), which the latency then counted
+// as Herald's. --inline-discard keeps them on the measuring thread, as before.
+const INLINE_DISCARD = flagArg('inline-discard');
+const CPU_PROF_DIR = stringArg('cpu-prof-dir', '');
+// --discard-nice 19: the discarding clients' thread runs at that nice value, so the 1,900-odd sockets standing
+// for other people's devices (in production: other machines) take the cores only when the servers and the
+// measuring thread leave them idle. Off (0) by default; docs/performance.md gives both.
+const DISCARD_NICE = numberArg('discard-nice', 0);
 const METRICS_KEY = 'bench-metrics-key-bench-metrics-key-0123';
 
 async function busLatency(cluster: TestCluster, i: number): Promise<string> {
@@ -94,6 +107,125 @@ function connectDiscarding(port: number): Promise<net.Socket> {
   });
 }
 
+// Plain JavaScript, so the worker needs no TypeScript loader. One scratch buffer for every socket's reads
+// (`onread`): after the handshake the bytes are dropped without allocating.
+const DISCARD_WORKER = `
+const net = require('node:net');
+const { randomBytes } = require('node:crypto');
+const { parentPort, workerData } = require('node:worker_threads');
+// Linux applies a nice value per thread: this lowers only the discarding clients, not the measuring thread.
+if (workerData.nice) {
+  const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+  require('node:os').setPriority(tid, workerData.nice);
+}
+const scratch = Buffer.allocUnsafe(65536);
+const sockets = [];
+function open(port, origin) {
+  return new Promise((resolve, reject) => {
+    let head = '';
+    let upgraded = false;
+    const socket = net.connect(
+      { port, host: '127.0.0.1', onread: { buffer: scratch, callback(n, buf) {
+        if (upgraded) return;
+        head += buf.toString('latin1', 0, n);
+        if (!head.includes('\\r\\n\\r\\n')) return;
+        upgraded = true;
+        if (!head.startsWith('HTTP/1.1 101')) {
+          socket.destroy();
+          reject(new Error('upgrade refused: ' + head.split('\\r\\n')[0]));
+        } else resolve(socket);
+      } } },
+      () => socket.write(
+        'GET /chat HTTP/1.1\\r\\nHost: 127.0.0.1:' + port + '\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n' +
+        'Sec-WebSocket-Key: ' + randomBytes(16).toString('base64') + '\\r\\nSec-WebSocket-Version: 13\\r\\n' +
+        'Origin: ' + origin + '\\r\\n\\r\\n'),
+    );
+    socket.once('error', reject);
+    socket.on('error', () => {});
+  });
+}
+parentPort.on('message', async (msg) => {
+  if (msg.type === 'close') {
+    for (const s of sockets) s.destroy();
+    parentPort.postMessage({ type: 'closed' });
+    return;
+  }
+  try {
+    for (let i = 0; i < msg.count; i += 50) {
+      const batch = Array.from({ length: Math.min(50, msg.count - i) }, () => open(msg.port, msg.origin));
+      sockets.push(...(await Promise.all(batch)));
+    }
+    parentPort.postMessage({ type: 'opened' });
+  } catch (err) {
+    parentPort.postMessage({ type: 'error', message: String(err) });
+  }
+});
+`;
+
+/** Discarding clients on a worker thread: the server's work is the same, the measuring thread stays free. */
+class DiscardPool {
+  private readonly worker: Worker;
+  constructor(nice: number) {
+    this.worker = new Worker(DISCARD_WORKER, { eval: true, workerData: { nice } });
+  }
+  private ask(message: { type: 'open'; port: number; count: number; origin: string } | { type: 'close' }) {
+    return new Promise<void>((resolve, reject) => {
+      this.worker.once('message', (reply: { type: string; message?: string }) =>
+        reply.type === 'error' ? reject(new Error(reply.message)) : resolve(),
+      );
+      this.worker.postMessage(message);
+    });
+  }
+  open(port: number, count: number): Promise<void> {
+    return count > 0 ? this.ask({ type: 'open', port, count, origin: CLUSTER_ORIGIN }) : Promise.resolve();
+  }
+  async close(): Promise<void> {
+    await this.ask({ type: 'close' });
+    await this.worker.terminate();
+  }
+}
+
+/** Sum and count of each labelled series of a histogram, from an instance's Prometheus text. */
+async function histogramTotals(
+  cluster: TestCluster,
+  i: number,
+  name: string,
+): Promise<Map<string, { sum: number; count: number }>> {
+  const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
+    headers: { authorization: `Bearer ${METRICS_KEY}` },
+  });
+  const totals = new Map<string, { sum: number; count: number }>();
+  for (const line of (await res.text()).split('\n')) {
+    const m = new RegExp(`^${name}_(sum|count)(?:\\{([^}]*)\\})? (\\S+)$`).exec(line);
+    if (!m) continue;
+    const stage = /stage="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? '';
+    const t = totals.get(stage) ?? { sum: 0, count: 0 };
+    if (m[1] === 'sum') t.sum = Number(m[3]);
+    else t.count = Number(m[3]);
+    totals.set(stage, t);
+  }
+  return totals;
+}
+
+/** Mean per stage (ms) between two readings of every instance. */
+function stageMeans(
+  before: Map<string, { sum: number; count: number }>[],
+  after: Map<string, { sum: number; count: number }>[],
+): string {
+  const stages = new Set(after.flatMap((m) => [...m.keys()]));
+  return [...stages]
+    .map((stage) => {
+      let sum = 0;
+      let count = 0;
+      after.forEach((m, k) => {
+        sum += (m.get(stage)?.sum ?? 0) - (before[k]?.get(stage)?.sum ?? 0);
+        count += (m.get(stage)?.count ?? 0) - (before[k]?.get(stage)?.count ?? 0);
+      });
+      return `${stage || 'all'} ${count ? ((sum / count) * 1000).toFixed(2) : 'n/a'} ms (${count})`;
+    })
+    .join(', ');
+}
+
 interface Closeable {
   terminate?: () => void;
   destroy?: () => void;
@@ -147,9 +279,11 @@ async function main() {
       // Discarding clients cannot answer pings; keep the first ping round beyond the run.
       WS_PING_INTERVAL_MS: FULL_CLIENTS ? '30000' : '600000',
       METRICS_API_KEY: METRICS_KEY,
+      ...(CPU_PROF_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF_DIR}` } : {}),
     },
   });
   const all: Closeable[] = [];
+  let discardPool: DiscardPool | undefined;
   try {
     const cookie = await signUpMember(cluster);
     // A (instance 0) gets its share; the others split the rest evenly.
@@ -171,14 +305,21 @@ async function main() {
     for (const k of others) observedOthers.push(await connectMany(OBSERVERS, () => connect(cluster.port(k))));
     const observedB = observedOthers.flat();
     const observedA = await connectMany(10, () => connect(cluster.port(0)));
-    const quiet = (port: number): Promise<Closeable> =>
-      FULL_CLIENTS ? connect(port) : connectDiscarding(port);
-    const restA = await connectMany(perInstance - SENDERS - observedA.length, () => quiet(cluster.port(0)));
-    const restB: Closeable[] = [];
-    for (const k of others) {
-      restB.push(...(await connectMany(shareOf(k) - OBSERVERS, () => quiet(cluster.port(k)))));
+    const restCounts: Array<[number, number]> = [
+      [cluster.port(0), perInstance - SENDERS - observedA.length],
+      ...others.map((k): [number, number] => [cluster.port(k), shareOf(k) - OBSERVERS]),
+    ];
+    const rest: Closeable[] = [];
+    if (FULL_CLIENTS || INLINE_DISCARD) {
+      const quiet = (port: number): Promise<Closeable> =>
+        FULL_CLIENTS ? connect(port) : connectDiscarding(port);
+      for (const [port, count] of restCounts) rest.push(...(await connectMany(count, () => quiet(port))));
+    } else {
+      discardPool = new DiscardPool(DISCARD_NICE);
+      for (const [port, count] of restCounts) await discardPool.open(port, count);
     }
-    all.push(...senders, ...observedA, ...observedB, ...restA, ...restB);
+    all.push(...senders, ...observedA, ...observedB, ...rest);
+    const connected = all.length + (discardPool ? restCounts.reduce((a, [, c]) => a + c, 0) : 0);
     const connectSeconds = (performance.now() - t0) / 1000;
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const rssAfter = ports.map(rssOfPort);
@@ -188,12 +329,20 @@ async function main() {
     );
     const observersA = observedA.map((ws) => observe(ws, sentAt, isMeasuring));
     console.log(
-      `${all.length} sockets connected in ${connectSeconds.toFixed(1)} s; sending ${RATE} msg/s on A…`,
+      `${connected} sockets connected in ${connectSeconds.toFixed(1)} s; sending ${RATE} msg/s on A…`,
     );
 
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
     loopDelay.enable();
     // CPU used while sending, per server process and by this process (the clients), against the wall clock.
+    // Server-side stage timings (sums and counts) around the run, from every instance's Prometheus text.
+    const readStages = () =>
+      Promise.all([
+        Promise.all(ports.map((_, k) => histogramTotals(cluster, k, 'herald_chat_send_stage_seconds'))),
+        Promise.all(ports.map((_, k) => histogramTotals(cluster, k, 'herald_pubsub_latency_seconds'))),
+        Promise.all(ports.map((_, k) => histogramTotals(cluster, k, 'herald_chat_fanout_duration_seconds'))),
+      ]);
+    const stagesBefore = await readStages();
     const cpuBefore = ports.map(cpuSecondsOfPort);
     const ownCpuBefore = process.cpuUsage();
     let n = 0;
@@ -260,8 +409,8 @@ async function main() {
       };
     });
     console.log(
-      `\n${all.length} sockets over ${INSTANCES} instances (${perInstance} on A, ${SOCKETS - perInstance} on the others; ` +
-        `${FULL_CLIENTS ? 'all ws clients' : `${observersA.length + observedB.length + SENDERS} ws clients, the rest discarding`}), ` +
+      `\n${connected} sockets over ${INSTANCES} instances (${perInstance} on A, ${SOCKETS - perInstance} on the others; ` +
+        `${FULL_CLIENTS ? 'all ws clients' : `${observersA.length + observedB.length + SENDERS} ws clients, the rest discarding${discardPool ? ` on a worker thread, nice ${DISCARD_NICE}` : ''}`}), ` +
         `${RATE} msg/s on A for ${SECONDS} s ` +
         `after ${WARMUP_SECONDS} s warm-up (${expected} messages measured); ${machineLoad()}`,
     );
@@ -278,6 +427,12 @@ async function main() {
         `p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms, max ${(loopDelay.max / 1e6).toFixed(1)} ms`,
     );
     console.log(`bus latency received on B (server /metrics): ${await busLatency(cluster, 1)}`);
+    const stagesAfter = await readStages();
+    console.log(
+      `server stages, mean over the run (all instances): send on A: ${stageMeans(stagesBefore[0], stagesAfter[0])}; ` +
+        `bus hop: ${stageMeans(stagesBefore[1], stagesAfter[1])}; ` +
+        `fan-out to local sockets: ${stageMeans(stagesBefore[2], stagesAfter[2])}`,
+    );
     const perSocketKiB = (i: number) =>
       ((rssAfter[i] ?? 0) - (rssBefore[i] ?? 0)) / (i === 0 ? perInstance : shareOf(i));
     console.log(
@@ -290,6 +445,7 @@ async function main() {
       c.terminate?.();
       c.destroy?.();
     }
+    await discardPool?.close();
     await cluster.close();
   }
 }

@@ -194,7 +194,8 @@ export function createRevocation({ store, db, logger }: RevocationDeps): Revocat
     let marker: string | null | undefined;
     if (trusted) {
       try {
-        marker = await store.get(markerKey(userId));
+        // Outside the auto-pipeline: every chat write waits on this read (store.getNow).
+        marker = await store.getNow(markerKey(userId));
       } catch {
         marker = undefined;
         trusted = false;

@@ -88,6 +88,7 @@ export function registerChat(app: FastifyInstance): void {
     sessionLive,
     frameLimit: config.CHAT_FRAME_LIMIT,
     history,
+    onSendStage: (stage, seconds) => app.ctx.metrics.chatSendStage.observe({ stage }, seconds),
   });
   createChatGateway(app, { hub, service, history, typing });
 

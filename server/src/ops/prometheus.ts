@@ -20,6 +20,7 @@ export interface HeraldMetrics {
   busLatency: Histogram;
   sseFanout: Histogram;
   chatFanout: Histogram;
+  chatSendStage: Histogram<'stage'>;
   /** Times `work` into `histogram` (seconds). */
   time<T>(histogram: Histogram, work: () => T): T;
   /** Sets the mirrored figures from a report, then renders the whole registry. */
@@ -59,6 +60,16 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
   const chatFanout = new Histogram({
     name: 'herald_chat_fanout_duration_seconds',
     help: 'Time to hand one chat broadcast to every local chat socket.',
+    buckets: FAST_BUCKETS,
+    registers,
+  });
+
+  const chatSendStage = new Histogram({
+    name: 'herald_chat_send_stage_seconds',
+    help:
+      'Stages of a chat send on the receiving instance: queued (frame parsed → its turn on the socket), checks ' +
+      '(session liveness and throttle), store (the PostgreSQL insert). The bus hop and the fan-out have their own histograms.',
+    labelNames: ['stage'] as const,
     buckets: FAST_BUCKETS,
     registers,
   });
@@ -139,6 +150,7 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
     busLatency,
     sseFanout,
     chatFanout,
+    chatSendStage,
     time(histogram, work) {
       const start = process.hrtime.bigint();
       try {

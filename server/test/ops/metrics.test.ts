@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, type TestUser } from '../helpers/users.js';
+import { openChat } from '../helpers/ws-client.js';
 
 const KEY = 'metrics-key-0123456789-0123456789-abcdef';
 
@@ -143,6 +144,7 @@ describe('GET /metrics', () => {
       'herald_pubsub_latency_seconds',
       'herald_sse_fanout_duration_seconds',
       'herald_chat_fanout_duration_seconds',
+      'herald_chat_send_stage_seconds',
     ])
       expect(types.get(name), name).toBe('histogram');
     // Connections, email queue and process/runtime figures.
@@ -219,6 +221,28 @@ describe('GET /metrics', () => {
     await reader?.read(); // the new notification
     expect(fanouts(await scrape())).toBeGreaterThan(fanoutBefore);
     controller.abort();
+  });
+
+  it('times the stages of a chat send: queued, checks and store, once per stored message', async () => {
+    const scrape = async () =>
+      parsePrometheus((await get({ authorization: `Bearer ${KEY}` }, '/metrics?format=prometheus')).body)
+        .samples;
+    const stages = ['queued', 'checks', 'store'] as const;
+    const counts = (samples: Sample[]) =>
+      stages.map((stage) => sample(samples, 'herald_chat_send_stage_seconds_count', { stage })?.value ?? 0);
+    if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' });
+    const before = counts(await scrape());
+    const chat = await openChat(app, { cookie: user.cookie });
+    try {
+      chat.send({ type: 'send_message', message: 'timed', clientMessageId: 'stage-1' });
+      await chat.next('new_message', (e) => e.message?.message === 'timed');
+      const after = counts(await scrape());
+      expect(after.map((n, i) => n - (before[i] ?? 0))).toEqual([1, 1, 1]);
+      const sum = sample(await scrape(), 'herald_chat_send_stage_seconds_sum', { stage: 'store' })?.value;
+      expect(sum).toBeGreaterThan(0);
+    } finally {
+      await chat.close();
+    }
   });
 
   it('rejects an unknown format', async () => {
