@@ -90,7 +90,8 @@ async function seed(stack: Stack, herald: ServerProcess): Promise<BenchUser> {
 
 /** The bodies Herald answers, for the baseline to return; also checks every path answers 200. */
 async function bodiesOf(herald: ServerProcess, user: BenchUser): Promise<Record<string, unknown>> {
-  const bodies: Record<string, unknown> = {};
+  // /health always: the baseline's readiness is awaited on it, whatever `--only` selected.
+  const bodies: Record<string, unknown> = { '/health': { status: 'ok' } };
   for (const p of PATHS) {
     const res = await fetch(herald.url + p.path, { headers: p.authed ? { cookie: user.cookie } : {} });
     if (res.status !== 200) throw new Error(`${p.path}: ${res.status} ${await res.text()}`);
