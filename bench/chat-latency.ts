@@ -195,8 +195,9 @@ async function histogramTotals(
     headers: { authorization: `Bearer ${METRICS_KEY}` },
   });
   const totals = new Map<string, { sum: number; count: number }>();
+  const series = new RegExp(`^${name}_(sum|count)(?:\\{([^}]*)\\})? (\\S+)$`);
   for (const line of (await res.text()).split('\n')) {
-    const m = new RegExp(`^${name}_(sum|count)(?:\\{([^}]*)\\})? (\\S+)$`).exec(line);
+    const m = series.exec(line);
     if (!m) continue;
     const stage = /stage="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? '';
     const t = totals.get(stage) ?? { sum: 0, count: 0 };
