@@ -19,8 +19,10 @@ import { createSessionResolver } from './auth/guard.js';
 import { describeAuthRoutes } from './auth/openapi.js';
 import { createRevocation } from './auth/revocation.js';
 import { registerChat } from './chat/index.js';
-import type { Config } from './config.js';
+import { type Config, parseTrustProxy } from './config.js';
 import type { AppContext } from './context.js';
+import { emailOutcomeEvent } from './events/email.js';
+import { createEventOutbox } from './events/outbox.js';
 import { installCachePolicy } from './http/cache.js';
 import { installConnectionLimits } from './http/connection-limits.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
@@ -32,7 +34,6 @@ import {
   securitySchemes,
 } from './http/openapi.js';
 import { createOverloadMonitor, installOverloadGuard } from './http/overload.js';
-import { parseTrustProxy } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
 import { installSecurityHeaders } from './http/security-headers.js';
 import { registerClientConfig, registerWebApp } from './http/web-app.js';
@@ -203,13 +204,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     { host: config.SMTP_HOST, port: config.SMTP_PORT },
     config.SMTP_VERIFY_TIMEOUT_MS,
   );
-  // Before the features that queue events (email outbox, auth, notifications, chat) are built.
+  // The event port before its writers (email outbox, auth, notifications, chat) and with its consumers attached.
+  const events = createEventOutbox();
   const webhooks = createWebhooks({
     config,
     db: database.db,
     logger,
     ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
   });
+  events.attach(webhooks.events);
   const outbox = createEmailOutbox({
     db: database.db,
     mailer,
@@ -217,22 +220,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     pollMs: config.EMAIL_QUEUE_POLL_MS,
     maxAttempts: config.EMAIL_MAX_ATTEMPTS,
     retryBaseMs: config.EMAIL_RETRY_BASE_MS,
-    onOutcome: (tx, outcome) =>
-      webhooks.events
-        .enqueue(tx, [
-          {
-            type: outcome.status === 'sent' ? 'email.sent' : 'email.failed',
-            data: {
-              id: outcome.id,
-              to: outcome.to,
-              subject: outcome.subject,
-              kind: outcome.kind,
-              attempts: outcome.attempts,
-              error: outcome.error,
-            },
-          },
-        ])
-        .then(() => undefined),
+    onOutcome: (tx, outcome) => events.write(tx, [emailOutcomeEvent(outcome)]).then(() => undefined),
   });
   const lifecycle = createLifecycle({
     logger,
@@ -277,7 +265,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     logger,
     realtime,
     revocation,
-    webhookEvents: webhooks.events,
+    events,
   });
   const sessions = createSessionResolver(auth, { store, db: database.db, logger, revocation });
 
@@ -295,6 +283,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     lifecycle,
     metrics,
     overload,
+    events,
     webhooks,
   });
   app.decorateRequest('auth', null);

@@ -4,6 +4,7 @@ import type { Auth } from './auth/auth.js';
 import type { SessionResolver } from './auth/guard.js';
 import type { Revocation } from './auth/revocation.js';
 import type { Config } from './config.js';
+import type { EventOutbox } from './events/outbox.js';
 import type { OverloadMonitor } from './http/overload.js';
 import type { Database } from './infra/db.js';
 import type { EmailOutbox } from './infra/email-outbox.js';
@@ -32,7 +33,9 @@ export interface AppContext {
    */
   revocation: Revocation;
   lifecycle: Lifecycle;
-  /** Outgoing webhooks: `webhooks.events.enqueue(tx, …)` queues events; the worker sends them (webhooks/). */
+  /** The domain-event port: writers call `events.write(tx, …)` in the transaction of the change (events/). */
+  events: EventOutbox;
+  /** Outgoing webhooks: a consumer of `events`; the worker sends what it queued (webhooks/). */
   webhooks: Webhooks;
   /** This app's Prometheus registry and the histograms the hot paths observe into (ops/prometheus.ts). */
   metrics: HeraldMetrics;

@@ -1,8 +1,9 @@
 // Owns the per-key request limit: a fixed window counted in the shared store (INCR + PEXPIRE, so it holds across
 // instances), or per instance while the store is unreachable (never without a limit).
-import { withTimeout } from '../http/timeout.js';
+
 import type { Logger } from '../infra/logger.js';
 import type { Store } from '../infra/store.js';
+import { withTimeout } from '../infra/timeout.js';
 
 export type LimitResult = { ok: true } | { ok: false; retryAfterMs: number };
 

@@ -7,6 +7,7 @@ import { createAuthMiddleware } from 'better-auth/api';
 import { admin, genericOAuth, magicLink, openAPI, username } from 'better-auth/plugins';
 import { sql } from 'drizzle-orm';
 import { BUILT_IN_SOCIAL_PROVIDERS, type Config } from '../config.js';
+import type { EventOutbox } from '../events/outbox.js';
 import type { Db } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
@@ -14,13 +15,30 @@ import { actionEmail, type Mail } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
 import type { Store } from '../infra/store.js';
 import type { Realtime, UserDisconnect } from '../realtime/index.js';
-import type { WebhookEvents } from '../webhooks/events.js';
 import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
 
 export { AUTH_STORE_PREFIX } from './revocation.js';
 
 import { assertNotLastAdmin, fitProviderProfile, validImage, validName, validRole } from './account-rules.js';
 import { withContractErrors } from './responses.js';
+
+/** The user.created event's payload: named fields only, so nothing internal ever reaches a consumer. */
+export interface UserCreatedEvent {
+  id: string;
+  name: string;
+  email: string;
+  emailVerified: boolean;
+  image: string | null;
+  role: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+declare module '../events/outbox.js' {
+  interface DomainEventMap {
+    'user.created': UserCreatedEvent;
+  }
+}
 
 const scrypt = promisify(scryptCb) as (
   password: string,
@@ -95,8 +113,8 @@ export interface AuthDeps {
   realtime?: Pick<Realtime, 'disconnectUser'>;
   /** Durable repair of auth store writes lost to an outage, and the per-user revocation markers. */
   revocation: Revocation;
-  /** Queues the user.created webhook event (webhooks/events.ts). */
-  webhookEvents?: Pick<WebhookEvents, 'enqueue'>;
+  /** Where user.created is written (events/outbox.ts). */
+  events?: Pick<EventOutbox, 'write'>;
 }
 
 /**
@@ -144,16 +162,7 @@ function disconnectReason(path: string | undefined): UserDisconnect['reason'] {
   return 'session_revoked';
 }
 
-export function createAuth({
-  config,
-  db,
-  store,
-  outbox,
-  logger,
-  realtime,
-  revocation,
-  webhookEvents,
-}: AuthDeps) {
+export function createAuth({ config, db, store, outbox, logger, realtime, revocation, events }: AuthDeps) {
   const feLink = (page: string, token: string) =>
     `${config.FE_BASE_URL}/${page}?token=${encodeURIComponent(token)}`;
   const send = async (kind: 'verify' | 'reset' | 'magic-link', token: string, mail: Mail) => {
@@ -352,10 +361,10 @@ export function createAuth({
             if (user.emailVerified) await promoteIfListed(user.id);
             // Right after the insert (better-auth gives no hook inside its transaction). Named fields only,
             // so nothing internal ever reaches a receiver.
-            if (webhookEvents) {
+            if (events) {
               const u = user as typeof user & { role?: string | null };
-              await webhookEvents
-                .enqueue(db, [
+              await events
+                .write(db, [
                   {
                     type: 'user.created',
                     data: {
@@ -371,7 +380,7 @@ export function createAuth({
                   },
                 ])
                 .catch((err: unknown) =>
-                  logger.error({ err, userId: u.id }, 'user.created webhook not queued'),
+                  logger.error({ err, userId: u.id }, 'user.created event not queued'),
                 );
             }
           },

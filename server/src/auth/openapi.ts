@@ -1,16 +1,8 @@
 // Describes better-auth's /auth/* routes in Herald's OpenAPI document: better-auth generates their schema
 // (open-api plugin); this module prefixes the paths with the mount point and tags them, once at start-up.
 import type { BetterAuthOptions } from 'better-auth';
+import { AUTH_TAG, type AuthOpenApi, type PathItem } from '../http/openapi.js';
 import type { Auth } from './auth.js';
-
-export type PathItem = Record<string, { tags?: string[] } & Record<string, unknown>>;
-
-export interface AuthOpenApi {
-  paths: Record<string, PathItem>;
-  schemas: Record<string, unknown>;
-}
-
-export const AUTH_TAG = 'accounts (better-auth)';
 
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'options', 'head']);
 

@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { AuthContext } from '../auth/guard.js';
 import { trustFunction } from '../http/proxy.js';
-import { withTimeout } from '../http/timeout.js';
+import { withTimeout } from '../infra/timeout.js';
 import type { ChatRole, PresenceCounts } from '../realtime/index.js';
 import type { ChatConnection, ChatHub, ChatIdentity } from './hub.js';
 import { ChatErrorCode, ChatLimits, encode } from './protocol.js';

@@ -13,9 +13,9 @@ import { createMessageThrottle, createTypingThrottle } from './throttle.js';
 const HISTORY_CACHE_TTL_MS = 2_000;
 
 export function registerChat(app: FastifyInstance): void {
-  const { config, logger, database, store, realtime, lifecycle, revocation, webhooks } = app.ctx;
+  const { config, logger, database, store, realtime, lifecycle, revocation, events } = app.ctx;
   const log = logger.child({ feature: 'chat' });
-  const repo = createChatRepository(database.db, webhooks.events);
+  const repo = createChatRepository(database.db, events);
   const hub = createChatHub({
     presence: realtime.presence,
     pingIntervalMs: config.WS_PING_INTERVAL_MS,

@@ -1,15 +1,21 @@
 // Owns every query on chat_message. Ordering is keyset on (created_at, seq): created_at is stored at
 // millisecond precision so that the ISO timestamps clients see page exactly, and seq breaks ties.
 import { and, desc, eq, lt, or, type SQL, sql } from 'drizzle-orm';
+import type { EventOutbox } from '../events/outbox.js';
 import type { Db } from '../infra/db.js';
 import { rowsOf } from '../infra/db.js';
 import { chatMessage } from '../infra/schema/chat.js';
-import type { WebhookEvents } from '../webhooks/events.js';
 import type { ChatMessage } from './protocol.js';
 
 type Row = typeof chatMessage.$inferSelect;
 
 const NOW_MS = sql`date_trunc('milliseconds', now())`;
+
+declare module '../events/outbox.js' {
+  interface DomainEventMap {
+    'chat.message.created': ChatMessage;
+  }
+}
 
 export function toChatMessage(row: Row): ChatMessage {
   const message: ChatMessage = {
@@ -54,10 +60,7 @@ export interface ChatRepository {
   before(cursor: HistoryCursor, limit: number): Promise<ChatMessage[] | null>;
 }
 
-export function createChatRepository(
-  db: Db,
-  webhooks?: Pick<WebhookEvents, 'enqueue' | 'wants'>,
-): ChatRepository {
+export function createChatRepository(db: Db, events?: Pick<EventOutbox, 'write' | 'wants'>): ChatRepository {
   const newestFirst = [desc(chatMessage.createdAt), desc(chatMessage.seq)];
   const ownedBy = (id: string, actor: Actor): SQL | undefined =>
     actor.isAdmin
@@ -91,13 +94,13 @@ export function createChatRepository(
       // With a subscriber, the chat.message.created event is queued in the insert's transaction; without one,
       // the insert stays a single statement.
       const inserted =
-        webhooks?.wants('chat.message.created') === true
+        events?.wants('chat.message.created') === true
           ? await db.transaction(async (tx) => {
               const rows = await insertRow(tx);
               const stored = rows[0];
               if (stored) {
                 const message = toChatMessage(stored);
-                await webhooks.enqueue(tx, [
+                await events.write(tx, [
                   { type: 'chat.message.created', data: message, at: stored.createdAt },
                 ]);
               }

@@ -1,9 +1,10 @@
 // Owns chat rate limits: the per-user message throttle (atomic windowed counter in the shared store, so it
 // holds across connections and instances; a per-instance in-memory window while the store is down or the bus is
 // degraded) and the per-user typing throttle (per instance: typing is ephemeral and cheap to over-deliver).
-import { withTimeout } from '../http/timeout.js';
+
 import type { Logger } from '../infra/logger.js';
 import type { Store } from '../infra/store.js';
+import { withTimeout } from '../infra/timeout.js';
 import { ChatLimits } from './protocol.js';
 
 export type ThrottleResult = { ok: true } | { ok: false; retryAfterMs: number };

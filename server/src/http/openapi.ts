@@ -1,7 +1,16 @@
 // Finishes the served OpenAPI 3.1 document: merges better-auth's /auth paths after Herald's own routes, defines
 // the security schemes every operation names (session cookie, metrics bearer key, API keys), gives every response a
 // meaningful description and orders the tags. Applied once per document build (@fastify/swagger caches it).
-import { AUTH_TAG, type AuthOpenApi, type PathItem } from '../auth/openapi.js';
+
+export type PathItem = Record<string, { tags?: string[] } & Record<string, unknown>>;
+
+/** The /auth part of the document, as auth/openapi.ts describes better-auth's routes. */
+export interface AuthOpenApi {
+  paths: Record<string, PathItem>;
+  schemas: Record<string, unknown>;
+}
+
+export const AUTH_TAG = 'accounts (better-auth)';
 
 type Operation = PathItem[string];
 type Responses = Record<string, { description?: string } & Record<string, unknown>>;

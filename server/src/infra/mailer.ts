@@ -1,7 +1,7 @@
 // Owns outgoing email: nodemailer over SMTP_*; without SMTP the message is logged in development only.
 import nodemailer from 'nodemailer';
-import { withTimeout } from '../http/timeout.js';
 import type { Logger } from './logger.js';
+import { withTimeout } from './timeout.js';
 
 export interface Mail {
   to: string;

@@ -24,9 +24,9 @@ declare module 'fastify' {
 }
 
 export function registerNotifications(app: FastifyInstance): void {
-  const { config, database, store, outbox, realtime, lifecycle, revocation, webhooks } = app.ctx;
+  const { config, database, store, outbox, realtime, lifecycle, revocation, events } = app.ctx;
   const logger = app.log.child({ feature: 'notifications' });
-  const repo = createNotificationRepository(database.db, webhooks.events);
+  const repo = createNotificationRepository(database.db, events);
   const unread = createUnreadCache({ store, logger, countFromDb: (id) => repo.unreadCount(id) });
   const delivery = createDelivery(
     [

@@ -1,9 +1,9 @@
 // Owns every SQL statement on the notification and notification_preference tables. Plain statements use
 // Drizzle's builder; raw SQL stays where it earns its place, each with its reason.
 import { and, eq, ne, type SQL, sql } from 'drizzle-orm';
+import type { EventOutbox } from '../events/outbox.js';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import { notification, notificationCursor, notificationPreference } from '../infra/schema/index.js';
-import type { WebhookEvents } from '../webhooks/events.js';
 import {
   type Counts,
   DEFAULT_EMAIL_TYPES,
@@ -211,18 +211,25 @@ async function appendEvents(
   return events;
 }
 
+declare module '../events/outbox.js' {
+  interface DomainEventMap {
+    'notification.created': Notification;
+    'notification.read': Notification;
+  }
+}
+
 /**
- * Queues notification.created / notification.read webhook events inside the transaction that made the change,
- * so an event exists exactly when its change committed (one multi-row INSERT per broadcast batch).
+ * Writes notification.created / notification.read domain events inside the transaction that made the change,
+ * so an event exists exactly when its change committed (one multi-row INSERT per consumer per broadcast batch).
  */
-async function queueWebhooks(
-  webhooks: Pick<WebhookEvents, 'enqueue' | 'wants'> | undefined,
+async function writeEvents(
+  events: Pick<EventOutbox, 'write' | 'wants'> | undefined,
   tx: Executor,
   type: 'notification.created' | 'notification.read',
   notifications: Notification[],
 ): Promise<void> {
-  if (!webhooks || notifications.length === 0 || !webhooks.wants(type)) return;
-  await webhooks.enqueue(
+  if (!events || notifications.length === 0 || !events.wants(type)) return;
+  await events.write(
     tx,
     notifications.map((n) => ({
       type,
@@ -232,7 +239,7 @@ async function queueWebhooks(
   );
 }
 
-export function createNotificationRepository(db: Db, webhooks?: Pick<WebhookEvents, 'enqueue' | 'wants'>) {
+export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOutbox, 'write' | 'wants'>) {
   const exec = async <T>(query: SQL) => rowsOf<T>(await db.execute(query));
 
   return {
@@ -314,7 +321,7 @@ export function createNotificationRepository(db: Db, webhooks?: Pick<WebhookEven
           .returning(FIELDS);
         if (!row) return null;
         const updated = toNotification(row as NotificationRow);
-        if (read) await queueWebhooks(webhooks, tx, 'notification.read', [updated]);
+        if (read) await writeEvents(domainEvents, tx, 'notification.read', [updated]);
         const events = await appendEvents(
           tx,
           userId,
@@ -340,7 +347,7 @@ export function createNotificationRepository(db: Db, webhooks?: Pick<WebhookEven
         const changed = rows
           .map((r) => toNotification(r as NotificationRow))
           .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
-        await queueWebhooks(webhooks, tx, 'notification.read', changed);
+        await writeEvents(domainEvents, tx, 'notification.read', changed);
         const events = await appendEvents(
           tx,
           userId,
@@ -522,17 +529,17 @@ export function createNotificationRepository(db: Db, webhooks?: Pick<WebhookEven
           };
         });
         if (created.length > 0)
-          await queueWebhooks(
-            webhooks,
+          await writeEvents(
+            domainEvents,
             ex,
             'notification.created',
             created.map((c) => c.notification),
           );
         return created;
       };
-      // With a subscriber, the webhook rows are queued in the same transaction as the notifications (a crash
+      // With a consumer of the event, its rows are queued in the same transaction as the notifications (a crash
       // between the two cannot lose an event); without one, the batch stays a single statement.
-      const created = webhooks?.wants('notification.created')
+      const created = domainEvents?.wants('notification.created')
         ? await db.transaction((tx) => write(tx))
         : await write(db);
       let existing: Notification[] = [];

@@ -2,7 +2,7 @@
 // balancers poll it); 503 at once while shutting down or overloaded, and without a database.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { withTimeout } from '../http/timeout.js';
+import { withTimeout } from '../infra/timeout.js';
 
 const CHECK_TIMEOUT_MS = 2_000;
 

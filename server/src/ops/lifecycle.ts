@@ -1,7 +1,8 @@
 // Owns the ordered, bounded shutdown sequence (docs/operations.md, table row "Shutdown"). Fastify's close runs the
 // phases up to close-connections in preClose (the server still answers, /health says 503), the rest in onClose.
-import { withTimeout } from '../http/timeout.js';
+
 import type { Logger } from '../infra/logger.js';
+import { withTimeout } from '../infra/timeout.js';
 
 export const SHUTDOWN_PHASES = [
   'stop-accepting', // health turns 503, no new streams/sockets

@@ -8,13 +8,29 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiKeyService } from '../api-keys/index.js';
-import type { AppContext } from '../context.js';
+import type { SessionResolver } from '../auth/guard.js';
+import type { Config } from '../config.js';
 import { forbidden, unauthorized } from '../http/errors.js';
 import { ErrorSchema } from '../http/schemas.js';
+import type { EmailOutbox } from '../infra/email-outbox.js';
+import type { Logger } from '../infra/logger.js';
 // Type-only: declares app.notificationStreams (a decorator) for any program that compiles this file alone.
 import type {} from '../notifications/index.js';
-import type { InstanceRecord } from '../realtime/index.js';
-import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
+import type { InstanceRecord, Realtime } from '../realtime/index.js';
+import type { Webhooks } from '../webhooks/index.js';
+
+/** Prometheus text exposition format 0.0.4 (ops/prometheus.ts renders it). */
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+/** What the report and its access check read (the composition root passes `app.ctx`). */
+export interface MetricsSources {
+  config: Pick<Config, 'METRICS_API_KEY' | 'INSTANCE_ID'>;
+  logger: Logger;
+  realtime: Realtime;
+  outbox: Pick<EmailOutbox, 'stats'>;
+  webhooks: { worker: Pick<Webhooks['worker'], 'stats'> };
+  sessions: Pick<SessionResolver, 'fromHeaders'>;
+}
 
 const InstanceSchema = z.object({
   instanceId: z.string(),
@@ -122,7 +138,11 @@ function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-async function authorize(ctx: AppContext, apiKeys: ApiKeyService, request: FastifyRequest): Promise<void> {
+async function authorize(
+  ctx: MetricsSources,
+  apiKeys: ApiKeyService,
+  request: FastifyRequest,
+): Promise<void> {
   const header = request.headers.authorization;
   const key = ctx.config.METRICS_API_KEY;
   if (apiKeys.isApiKeyHeader(header)) {
@@ -133,7 +153,7 @@ async function authorize(ctx: AppContext, apiKeys: ApiKeyService, request: Fasti
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (key && match?.[1] && sameSecret(match[1], key)) return;
   }
-  let session: Awaited<ReturnType<AppContext['sessions']['fromHeaders']>>;
+  let session: Awaited<ReturnType<SessionResolver['fromHeaders']>>;
   try {
     session = await ctx.sessions.fromHeaders(request.headers);
   } catch (err) {
@@ -148,7 +168,7 @@ async function authorize(ctx: AppContext, apiKeys: ApiKeyService, request: Fasti
   throw unauthorized();
 }
 
-export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
+export async function collectMetrics(ctx: MetricsSources): Promise<MetricsReport> {
   const { realtime, config } = ctx;
   const stats = realtime.bus.stats();
   const now = Date.now();

@@ -1,8 +1,9 @@
 // Owns the wire format of bus messages: validation of everything received from the store (never trusted), the
 // size bound, and the rate-limited log used for dropped messages.
+
+import { sanitizeInstanceId } from '../infra/instance-id.js';
 import type { Logger } from '../infra/logger.js';
 import type { Envelope } from './bus.js';
-import { sanitizeInstanceId } from './instance-id.js';
 
 export const ENVELOPE_VERSION = 1;
 /** Topics are dotted names chosen by our own code; anything else arriving on the channel is hostile. */

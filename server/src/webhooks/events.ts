@@ -1,9 +1,11 @@
-// Owns the outgoing event catalogue and how features queue events: `webhookEvents.enqueue(tx, events)` inside
-// the transaction that made the change (or right after it). One multi-row INSERT … SELECT per call fans each
-// event out to the endpoints subscribed to its type; when no endpoint subscribes to any of the types (the
-// usual case) nothing is queried at all, thanks to a per-instance cache of the subscribed types.
+// Owns which domain events webhooks offer and the webhooks' sink on the event port (events/outbox.ts): the
+// writer's `events.write(tx, …)` reaches `write` here inside the transaction that made the change. One multi-row
+// INSERT … SELECT per call fans each event out to the endpoints subscribed to its type; when no endpoint
+// subscribes to any of the types (the usual case) nothing is queried at all, thanks to a per-instance cache of
+// the subscribed types.
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
+import type { DomainEventType, EventSink } from '../events/outbox.js';
 import { type Db, rowsOf } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 
@@ -14,27 +16,18 @@ export const WEBHOOK_EVENT_TYPES = [
   'email.failed',
   'chat.message.created',
   'user.created',
-] as const;
+] as const satisfies readonly DomainEventType[];
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
-
-export interface WebhookEvent {
-  type: WebhookEventType;
-  /** The resource as the API returns it. */
-  data: unknown;
-  /** When it happened (default: now). */
-  at?: Date;
-}
-
-type Executor = Pick<Db, 'execute'>;
+const OFFERED: ReadonlySet<string> = new Set(WEBHOOK_EVENT_TYPES);
 
 /** The bus topic telling every instance that the set of endpoints changed. */
 export const WEBHOOKS_CHANGED_TOPIC = 'webhooks:changed';
 
-export interface WebhookEvents {
-  /** False when no endpoint subscribes to the type (then enqueue would queue nothing). */
-  wants(type: WebhookEventType): boolean;
+export interface WebhookEvents extends EventSink {
+  /** False when webhooks do not offer the type or no endpoint subscribes to it (then write queues nothing). */
+  wants(type: DomainEventType): boolean;
   /** Queues the events for every endpoint subscribed to their type; returns how many deliveries were queued. */
-  enqueue(exec: Executor, events: WebhookEvent[]): Promise<number>;
+  write: EventSink['write'];
   /** Re-reads the subscribed types (after a change here or on another instance). */
   refresh(): Promise<void>;
   /** Called after deliveries were queued on this instance (the worker sends them at once). */
@@ -68,12 +61,12 @@ export function createWebhookEvents(deps: { db: Db; logger: Logger; refreshMs: n
   const timer = setInterval(() => void refresh(), deps.refreshMs);
   timer.unref();
 
-  const wants = (type: WebhookEventType) => subscribed === null || subscribed.has(type);
+  const wants = (type: DomainEventType) => OFFERED.has(type) && (subscribed === null || subscribed.has(type));
 
   return {
     wants,
     refresh,
-    async enqueue(exec, events) {
+    async write(exec, events) {
       const wanted = events.filter((e) => wants(e.type));
       if (wanted.length === 0) return 0;
       const records = wanted.map((e) => {

@@ -13,7 +13,7 @@ import { createWebhookService } from './service.js';
 import { type Resolver, systemResolver } from './ssrf.js';
 import { createWebhookWorker, PREFETCH, type WebhookWorker } from './worker.js';
 
-export type { WebhookEvent, WebhookEvents, WebhookEventType } from './events.js';
+export type { WebhookEvents, WebhookEventType } from './events.js';
 export { WEBHOOK_EVENT_TYPES } from './events.js';
 export type { WebhookQueueStats } from './worker.js';
 
