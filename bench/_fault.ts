@@ -11,14 +11,15 @@
 //   duplicated = receipts beyond the first of one id; out of order = an id not above the previous one.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import {
   CLUSTER_ORIGIN,
   createVerifiedUserOn,
+  parseFrame,
+  type SseEvent,
   startCluster,
   type TestCluster,
-} from '../server/test/helpers/cluster.js';
-import { parseFrame, type SseEvent } from '../server/test/helpers/sse-client.js';
+} from '@herald/server/testkit';
+import pg from 'pg';
 import { numberArg, ONE_ADDRESS_LIMITS, percentile, printTable, signIn } from './_lib.js';
 
 export const LOGGED = new Set([

@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
-import { CLUSTER_ORIGIN } from '../server/test/helpers/cluster.js';
+import { CLUSTER_ORIGIN } from '@herald/server/testkit';
 
 const argv = process.argv.slice(2);
 

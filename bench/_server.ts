@@ -7,16 +7,19 @@ import { closeSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLUSTER_ORIGIN } from '../server/test/helpers/cluster.js';
-import { createTestDatabase, type TestDatabase } from '../server/test/helpers/db.js';
-import { TEST_AUTH_SECRET } from '../server/test/helpers/env.js';
 import {
+  CLUSTER_ORIGIN,
+  createTestDatabase,
   freePort,
   startRedisServer,
+  startSmtp,
+  TEST_AUTH_SECRET,
+  type TestDatabase,
   type TestRedis,
+  type TestSmtp,
+  tokenFrom,
   trackChild,
-} from '../server/test/helpers/redis-server.js';
-import { startSmtp, type TestSmtp, tokenFrom } from '../server/test/helpers/smtp.js';
+} from '@herald/server/testkit';
 import { ONE_ADDRESS_LIMITS } from './_lib.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));

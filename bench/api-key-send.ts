@@ -3,9 +3,9 @@
 // One real server process (test cluster harness), 50 connections by default.
 // Usage: npm run bench -- api-key-send [--duration 10] [--connections 50]
 import os from 'node:os';
+import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '@herald/server/testkit';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
 import { numberArg, ONE_ADDRESS_LIMITS, signIn } from './_lib.js';
 
 const duration = numberArg('duration', 10);

@@ -6,10 +6,10 @@
 // Usage: npx tsx bench/broadcast.ts [--users 10000] [--runs 3] [--breakdown] [--only default|sse] [--batch-size 500]
 //        [--drain-outbox]
 //        (or: npm run bench -- broadcast …)
+
+import { createAdmin, createTestEnv, jsonHeaders } from '@herald/server/testkit';
 import { sql } from 'drizzle-orm';
 import type { Mailer } from '../server/src/infra/mailer.js';
-import { createTestEnv } from '../server/test/helpers/app.js';
-import { createAdmin, jsonHeaders } from '../server/test/helpers/users.js';
 import { flagArg, machineLoad, numberArg, printTable, stringArg } from './_lib.js';
 
 const USERS = numberArg('users', 10_000);

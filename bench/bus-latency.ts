@@ -5,12 +5,11 @@
 // --cluster: the same on a private Redis Cluster (3 masters + 3 replicas, sharded pub/sub).
 // Usage: npm run bench -- bus-latency [--rate 1000] [--seconds 10] [--bytes 200] [--cluster]
 import { performance } from 'node:perf_hooks';
+import { startRedisCluster, startRedisServer } from '@herald/server/testkit';
 import { pino } from 'pino';
 import { createStore } from '../server/src/infra/store.js';
 import { realtimeKeys } from '../server/src/realtime/keys.js';
 import { createRedisBus } from '../server/src/realtime/redis-bus.js';
-import { startRedisCluster } from '../server/test/helpers/redis-cluster.js';
-import { startRedisServer } from '../server/test/helpers/redis-server.js';
 import { flagArg, numberArg, percentile, printTable } from './_lib.js';
 
 const RATE = numberArg('rate', 1000);

@@ -10,8 +10,8 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
+import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '@herald/server/testkit';
 import WebSocket from 'ws';
-import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../server/test/helpers/cluster.js';
 import {
   cpuSecondsOfPort,
   flagArg,
@@ -61,7 +61,7 @@ async function busLatency(cluster: TestCluster, i: number): Promise<string> {
 }
 
 async function signUpMember(cluster: TestCluster): Promise<string> {
-  const { createVerifiedUserOn } = await import('../server/test/helpers/cluster.js');
+  const { createVerifiedUserOn } = await import('@herald/server/testkit');
   return (await createVerifiedUserOn(cluster, 0, { name: 'Bench sender' })).cookie;
 }
 

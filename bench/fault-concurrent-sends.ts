@@ -6,7 +6,7 @@
 // to the user's final seq), and the latency from just before the send request to the receipt.
 // Usage: npm run bench -- fault-concurrent-sends [--rounds 100] [--concurrent 20] [--streams-per-instance 2]
 import { performance } from 'node:perf_hooks';
-import { CLUSTER_ORIGIN } from '../server/test/helpers/cluster.js';
+import { CLUSTER_ORIGIN } from '@herald/server/testkit';
 import { audit, FaultClient, finalSeqs, setupFault, sleep } from './_fault.js';
 import { numberArg, percentile, printTable } from './_lib.js';
 

@@ -2,9 +2,10 @@
 // One real server process (test cluster harness: PostgreSQL, private Redis, in-process SMTP), a user signed up
 // through the real endpoints, 1,000 notifications seeded for them, then each path loaded in turn.
 // Usage: npm run bench -- http [--duration 10] [--connections 100]
+
+import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '@herald/server/testkit';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
 import { numberArg, ONE_ADDRESS_LIMITS, printTable } from './_lib.js';
 
 const duration = numberArg('duration', 10);

@@ -7,13 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
+import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster, type TestCluster } from '@herald/server/testkit';
 import pg from 'pg';
-import {
-  CLUSTER_ORIGIN,
-  createVerifiedUserOn,
-  startCluster,
-  type TestCluster,
-} from '../server/test/helpers/cluster.js';
 import { machineLoad, numberArg, ONE_ADDRESS_LIMITS, rssOfPort, signIn, stringArg } from './_lib.js';
 
 const CONNECTIONS = numberArg('connections', 5000);

@@ -4,11 +4,11 @@
 // (throughput), over loopback HTTP. Usage: npx tsx bench/notification-list.ts [--requests 300] [--concurrency 20]
 // [--explain] (prints EXPLAIN ANALYZE of the list statement, page 1 and page 40, first) [--vacuum] (VACUUM the
 // table after seeding, as autovacuum would in steady state: the visibility map then allows index-only counts)
+
+import { createTestEnv, createVerifiedUser } from '@herald/server/testkit';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../server/src/infra/db.js';
 import { NOTIFICATION_TYPES } from '../server/src/notifications/schemas.js';
-import { createTestEnv } from '../server/test/helpers/app.js';
-import { createVerifiedUser } from '../server/test/helpers/users.js';
 import { flagArg, numberArg, printTable } from './_lib.js';
 
 const REQUESTS = numberArg('requests', 300);

@@ -11,8 +11,8 @@
 // its own copy of the event.
 import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '@herald/server/testkit';
 import pg from 'pg';
-import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
 import {
   flagArg,
   machineLoad,

@@ -7,8 +7,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
+import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '@herald/server/testkit';
 import pg from 'pg';
-import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster } from '../server/test/helpers/cluster.js';
 import { numberArg, ONE_ADDRESS_LIMITS, percentile, signIn } from './_lib.js';
 
 const users = numberArg('users', 5000);

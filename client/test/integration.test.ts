@@ -3,10 +3,9 @@
 // broadcast arrives live; after a server restart the feed resumes from its cursor without duplicates), chat sends
 // and their clientMessageId deduplication, and sign-out ending the feed.
 
+import { CLUSTER_ORIGIN, startCluster, type TestCluster, tokenFrom } from '@herald/server/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { CLUSTER_ORIGIN, startCluster, type TestCluster } from '../../server/test/helpers/cluster.js';
-import { tokenFrom } from '../../server/test/helpers/smtp.js';
 import type { BroadcastChannelCtor, FeedEvent } from '../src/feed.js';
 import {
   createCookieFetch,

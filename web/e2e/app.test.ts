@@ -2,10 +2,10 @@
 // Every page's console errors are collected and must stay empty (the offline scenario allows the browser's own
 // messages about requests failing while the network is off). Screenshots go to e2e/artifacts/ (git-ignored).
 import { copyFileSync, writeFileSync } from 'node:fs';
+import type { TestCluster } from '@herald/server/testkit';
 import pg from 'pg';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { TestCluster } from '../../server/test/helpers/cluster.js';
 import {
   ADMIN_EMAIL,
   ARTIFACTS,

@@ -3,15 +3,15 @@
 // the app on that instance), SMTP captured in-process, and one headless Chromium driven by playwright-core.
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { CapturedMail } from '@herald/server/testkit';
 import {
   CLUSTER_ORIGIN,
   type ClusterOptions,
   createVerifiedUserOn,
   startCluster,
   type TestCluster,
-} from '../../server/test/helpers/cluster.js';
-import type { CapturedMail } from '../../server/test/helpers/smtp.js';
+} from '@herald/server/testkit';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const CHROMIUM_ARGS = [
