@@ -94,6 +94,27 @@ const graph = new Map<string, string[]>(
   files.map((f) => [f, importsOf(readFileSync(f, 'utf8')).map((s) => resolve(f, s))]),
 );
 
+/** Workspace files outside server/ (sources and tests; never node_modules or build output). */
+function workspaceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    if (['node_modules', 'dist', 'artifacts'].includes(e.name) || e.name.startsWith('.')) return [];
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) return workspaceFiles(full);
+    return /\.(tsx?|mjs)$/.test(e.name) ? [full] : [];
+  });
+}
+
+describe('architecture: the test kit is a package', () => {
+  it('bench, client and web import the shared helpers as @herald/server/testkit, never by relative path', () => {
+    const repo = path.resolve(SRC, '../..');
+    const offenders = ['bench', 'client', 'web']
+      .flatMap((w) => workspaceFiles(path.join(repo, w)))
+      .filter((f) => importsOf(readFileSync(f, 'utf8')).some((s) => s.includes('server/test/')))
+      .map((f) => path.relative(repo, f));
+    expect(offenders).toEqual([]);
+  });
+});
+
 describe('architecture: imports follow the floors', () => {
   it('parses the import forms it must see', () => {
     expect(
