@@ -47,7 +47,7 @@ export function createWebhookEvents(deps: { db: Db; logger: Logger; refreshMs: n
     const mine = ++generation;
     try {
       const rows = rowsOf<{ type: string }>(
-        await db.execute(sql`select distinct unnest(events) as type from webhook_endpoint`),
+        await db.execute(sql`select distinct unnest(events) as type from webhook_endpoint where enabled`),
       );
       // A slower, older read must not overwrite a newer one.
       if (mine === generation) subscribed = new Set(rows.map((r) => r.type));
@@ -81,7 +81,7 @@ export function createWebhookEvents(deps: { db: Db; logger: Logger; refreshMs: n
             insert into webhook_delivery (endpoint_id, event_id, type, body)
             select e.id, x.event_id, x.type, x.body
             from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as x(event_id text, type text, body text)
-            join webhook_endpoint e on x.type = any(e.events)
+            join webhook_endpoint e on x.type = any(e.events) and e.enabled
             returning 1)
           select count(*)::int as n from q`),
       );

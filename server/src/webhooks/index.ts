@@ -72,6 +72,7 @@ export async function registerWebhooks(app: FastifyInstance): Promise<void> {
       await webhooks.events.refresh();
       await realtime.bus.publish(WEBHOOKS_CHANGED_TOPIC, {});
     },
+    queued: () => webhooks.worker.kick(),
   });
   const unsubscribe = realtime.bus.subscribe<unknown>(WEBHOOKS_CHANGED_TOPIC, () => {
     void webhooks.events.refresh();

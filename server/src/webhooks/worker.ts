@@ -52,6 +52,8 @@ interface Claimed {
   attempts: number;
   url: string;
   secret: string;
+  /** The secret before a rotation, while it is still honoured (null otherwise). */
+  previous_secret: string | null;
 }
 
 export function createWebhookWorker(options: WebhookWorkerOptions) {
@@ -86,6 +88,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
               order by w.next_attempt_at, w.id
               limit ${perEndpointHeld}
               for update skip locked) d
+            where e.enabled
           ) x
           where x.rn + x.n <= ${perEndpointHeld}
           order by x.rn, x.next_attempt_at, x.id
@@ -95,7 +98,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         from picked, webhook_endpoint e
         where w.id = picked.id and e.id = w.endpoint_id
         returning w.id::text as id, w.endpoint_id::text as endpoint_id, w.event_id, w.body, w.attempts,
-          e.url, e.secret`),
+          e.url, e.secret,
+          case when e.previous_secret_expires_at > now() then e.previous_secret end as previous_secret`),
     );
   };
 
@@ -161,7 +165,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         headers: {
           'webhook-id': row.event_id,
           'webhook-timestamp': String(timestamp),
-          'webhook-signature': sign(secret, row.event_id, timestamp, row.body),
+          // During a rotation both signatures, the old one first (Standard Webhooks: space-separated list).
+          'webhook-signature':
+            row.previous_secret === null
+              ? sign(secret, row.event_id, timestamp, row.body)
+              : `${sign(options.secrets.open(row.previous_secret), row.event_id, timestamp, row.body)} ${sign(secret, row.event_id, timestamp, row.body)}`,
         },
       });
     } catch (err) {

@@ -1,6 +1,16 @@
 // The tables owned by the webhooks feature (server/src/webhooks): endpoints and their durable delivery queue.
 import { sql } from 'drizzle-orm';
-import { bigint, index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  boolean,
+  index,
+  integer,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { user } from './auth.js';
 
 const tz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -17,6 +27,11 @@ export const webhookEndpoint = pgTable(
     events: text('events').array().notNull(),
     description: text('description'),
     secret: text('secret').notNull(),
+    /** The secret before the last rotation, sealed like `secret`; deliveries carry both signatures until it expires. */
+    previousSecret: text('previous_secret'),
+    previousSecretExpiresAt: tz('previous_secret_expires_at'),
+    /** A disabled endpoint is offered no new events and its queued deliveries wait until it is enabled again. */
+    enabled: boolean('enabled').notNull().default(true),
     createdBy: text('created_by').references(() => user.id, { onDelete: 'set null' }),
     createdAt: tz('created_at').notNull().defaultNow(),
   },
