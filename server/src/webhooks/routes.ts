@@ -166,7 +166,7 @@ export function registerWebhookRoutes(app: FastifyInstance, service: WebhookServ
         description:
           'Provided fields replace the stored ones; the secret and queued deliveries are kept. A new URL is checked ' +
           'like a new webhook’s. A disabled webhook is offered no new events; its queued deliveries wait until it ' +
-          'is enabled again. Every instance applies the change before the request returns.',
+          'is enabled again. This instance applies the change before answering; the others are told over the bus.',
         params: idParams,
         body: UpdateWebhookBodySchema,
         response: {
