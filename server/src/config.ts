@@ -230,6 +230,10 @@ export const EnvSchema = z.object({
   }),
   ACTION_ALLOWED_DOMAINS: list.transform((hosts) => hosts.map((h) => h.toLowerCase())),
   BROADCAST_BATCH_SIZE: int(500, 1, 10_000),
+  // A send to more users than this is accepted at once (202) and runs in the background (CONTRACT §5).
+  BROADCAST_ASYNC_THRESHOLD: int(10_000, 0, 100_000_000),
+  // How often each instance looks for asynchronous sends to run (queued, or abandoned by a dead instance).
+  BROADCAST_QUEUE_POLL_MS: int(1_000, 20, 60_000),
   BODY_LIMIT_BYTES: int(64 * 1024, 1024, 10 * 1024 * 1024),
   // Slow-client limits (Node's HTTP server): the whole request (headers + body) must arrive within
   // HTTP_REQUEST_TIMEOUT_MS, the headers within HTTP_HEADERS_TIMEOUT_MS; an idle keep-alive connection is closed

@@ -67,16 +67,31 @@ export async function broadcast(
   deps: { db: Db; service: NotificationService; batchSize: number },
   body: BroadcastBody,
   sourceKey?: string,
+  /** Called with the counts so far after each committed batch (an asynchronous send's progress). */
+  onProgress?: (partial: BroadcastResult) => void,
 ): Promise<BroadcastResult> {
   const { db, service, batchSize } = deps;
   const { deliveryOptions, ...content } = body.notification;
   // Validated up front, so a refused body writes nothing even when no target matches.
   const input = service.validate(content);
-  const options = { strategies: deliveryOptions?.strategies, sourceKey };
   const failures: BroadcastResult['failures'] = [];
   let targetCount = 0;
   let createdCount = 0;
   let skippedCount = 0;
+  // Progress counts what has committed so far; the final result is recounted from the service's totals.
+  let progressCreated = 0;
+  const options = {
+    strategies: deliveryOptions?.strategies,
+    sourceKey,
+    ...(onProgress
+      ? {
+          onBatch: (batch: { created: number; existing: number }) => {
+            progressCreated += batch.created + batch.existing;
+            onProgress({ targetCount, createdCount: progressCreated, skippedCount, failures: [...failures] });
+          },
+        }
+      : {}),
+  };
 
   const record = (
     r: { createdCount: number; existingCount: number; missingUserIds: string[] },

@@ -44,3 +44,9 @@ export async function* accountBatches(db: Db, batchSize: number): AsyncGenerator
     if (rows.length < batchSize) return;
   }
 }
+
+/** How many accounts exist (the audience of a `scope: "all"` send). */
+export async function countAccounts(db: Db): Promise<number> {
+  const [row] = rowsOf<{ n: string | number }>(await db.execute(sql`select count(*) as n from "user"`));
+  return Number(row?.n ?? 0);
+}

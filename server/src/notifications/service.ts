@@ -42,6 +42,8 @@ export interface CreateOptions {
    * another (a broadcast resumed after a crash). Such users are reported in \`existing\`.
    */
   sourceKey?: string;
+  /** Called after each batch commits (an asynchronous send reports its progress from it). */
+  onBatch?: (batch: { created: number; existing: number; missingUserIds: string[] }) => void;
 }
 
 export interface BatchResult {
@@ -264,6 +266,12 @@ export function createNotificationService(deps: NotificationServiceDeps) {
           // Caught here and rethrown above, so a failing second half is never an unhandled rejection.
           tail = finishBatch(w, options).catch((err: unknown) => {
             tailError = { err };
+          });
+          // After the batch's delivery started: a callback that throws (a send stopping) leaves it delivered.
+          options.onBatch?.({
+            created: w.created.length,
+            existing: w.existing.length,
+            missingUserIds: w.missingUserIds,
           });
         }
       }

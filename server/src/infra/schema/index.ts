@@ -1,4 +1,5 @@
 // The single Drizzle schema: every table of every feature, used by drizzle-kit and the runtime.
+export * from './admin.js';
 export * from './api-keys.js';
 export * from './auth.js';
 export * from './chat.js';
