@@ -161,6 +161,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       databaseUrl: config.DATABASE_URL,
       dataDir: config.DATA_DIR,
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+      applicationName: `herald:${config.INSTANCE_ID}`,
       logger,
     });
   try {
