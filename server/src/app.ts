@@ -23,6 +23,7 @@ import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { installCachePolicy } from './http/cache.js';
 import { installConnectionLimits } from './http/connection-limits.js';
+import { installRequestDrain } from './http/drain.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
 import { installNulGuard } from './http/nul-guard.js';
 import {
@@ -121,6 +122,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  // Before any other request hook, so every request the instance accepts is counted for the shutdown drain.
+  const drain = installRequestDrain(app, { graceMs: config.SHUTDOWN_GRACE_MS, logger: app.log });
   const overload = createOverloadMonitor({
     maxEventLoopDelayMs: config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
     maxEventLoopUtilization: config.OVERLOAD_MAX_EVENT_LOOP_UTILIZATION_PCT / 100,
@@ -238,7 +241,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const lifecycle = createLifecycle({
     logger,
     timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+    graceMs: config.SHUTDOWN_GRACE_MS,
     drainMs: config.SHUTDOWN_DRAIN_MS,
+  });
+  lifecycle.onShutdown('drain-requests', 'http-requests', async () => {
+    const { finished, cutShort } = await drain.drain();
+    if (finished + cutShort > 0) logger.info({ finished, cutShort }, 'in-flight requests drained');
   });
 
   const metrics = createHeraldMetrics(config.INSTANCE_ID);
@@ -296,6 +304,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     lifecycle,
     metrics,
     overload,
+    drain,
     webhooks,
   });
   app.decorateRequest('auth', null);

@@ -67,12 +67,14 @@ export async function broadcast(
   deps: { db: Db; service: NotificationService; batchSize: number },
   body: BroadcastBody,
   sourceKey?: string,
+  /** Shutdown cut the request short: stop before the next batch (the idempotent retry resumes the rest). */
+  signal?: AbortSignal,
 ): Promise<BroadcastResult> {
   const { db, service, batchSize } = deps;
   const { deliveryOptions, ...content } = body.notification;
   // Validated up front, so a refused body writes nothing even when no target matches.
   const input = service.validate(content);
-  const options = { strategies: deliveryOptions?.strategies, sourceKey };
+  const options = { strategies: deliveryOptions?.strategies, sourceKey, signal };
   const failures: BroadcastResult['failures'] = [];
   let targetCount = 0;
   let createdCount = 0;
