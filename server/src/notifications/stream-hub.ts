@@ -373,13 +373,19 @@ export function createStreamHub(deps: StreamHubDeps) {
       try {
         cursor = await deps.repo.cursor(userId);
       } catch (err) {
-        deps.logger.error({ err, userId }, 'SSE connect sequence failed');
+        const unavailable = isDatabaseUnavailable(err);
+        // A lost database connection is expected during a failover: a warn line, and a code that says "retry".
+        if (unavailable)
+          deps.logger.warn({ err: (err as Error).message, userId }, 'SSE connect: database unavailable');
+        else deps.logger.error({ err, userId }, 'SSE connect sequence failed');
         // An empty id resets the browser's Last-Event-ID: the retry is a fresh connect, not a full replay.
         conn.end(
           sseIdLine('') +
             eventBody('error', {
-              code: NotificationErrorCode.INTERNAL_ERROR,
-              message: 'Could not start the stream',
+              code: unavailable ? NotificationErrorCode.UNAVAILABLE : NotificationErrorCode.INTERNAL_ERROR,
+              message: unavailable
+                ? 'The database is unavailable; reconnect shortly'
+                : 'Could not start the stream',
             }),
         );
         return;
