@@ -43,14 +43,21 @@ const KILL_GAP_MS = numberArg('kill-gap-ms', 1000);
 const REDIS_DOWN_S = numberArg('redis-down', 5);
 const GRACE_MS = numberArg('grace-ms', 5000);
 const KEEPALIVE_MS = 2000;
+const MAX_IN_FLIGHT = numberArg('max-in-flight', 32);
 
 interface Outcome {
   status?: number;
   body?: string;
-  /** 'reset' (connection closed before a full response), 'refused', 'timeout' */
-  failure?: 'reset' | 'refused' | 'timeout';
+  /**
+   * 'reset' (the connection closed before any response), 'reset-mid-response' (after the status line),
+   * 'refused' (nothing listening), 'timeout' (no full response in 30 s)
+   */
+  failure?: 'reset' | 'reset-mid-response' | 'refused' | 'timeout';
   detail?: string;
 }
+
+/** The phase of the run a request started in (resets and timeouts are reported per phase). */
+let phase = 'warm-up';
 
 /** One request on its own connection (no keep-alive reuse), classified. */
 function request(
@@ -60,6 +67,7 @@ function request(
   headers: Record<string, string>,
   body?: unknown,
 ): Promise<Outcome> {
+  const at = phase;
   return new Promise((resolve) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = http.request(
@@ -81,18 +89,22 @@ function request(
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }));
-        res.on('error', (err) => resolve({ failure: 'reset', detail: `${method} ${path}: ${err.message}` }));
-        res.on('aborted', () => resolve({ failure: 'reset', detail: `${method} ${path}: aborted` }));
+        res.on('error', (err) =>
+          resolve({ failure: 'reset-mid-response', detail: `${at} ${method} ${path}: ${err.message}` }),
+        );
+        res.on('aborted', () =>
+          resolve({ failure: 'reset-mid-response', detail: `${at} ${method} ${path}: aborted` }),
+        );
       },
     );
     req.on('timeout', () => {
+      resolve({ failure: 'timeout', detail: `${at} ${method} ${path}` });
       req.destroy();
-      resolve({ failure: 'timeout', detail: `${method} ${path}` });
     });
     req.on('error', (err: NodeJS.ErrnoException) =>
       resolve({
         failure: err.code === 'ECONNREFUSED' ? 'refused' : 'reset',
-        detail: `${method} ${path}: ${err.code ?? err.message}`,
+        detail: `${at} ${method} ${path}: ${err.code ?? err.message}`,
       }),
     );
     req.end(payload);
@@ -103,16 +115,18 @@ class Tally {
   readonly statuses = new Map<string, number>();
   readonly examples: string[] = [];
   total = 0;
+  readonly byPhase = new Map<string, number>();
   add(o: Outcome) {
     this.total++;
     const key = o.failure ?? String(o.status);
     this.statuses.set(key, (this.statuses.get(key) ?? 0) + 1);
     const bad =
-      o.failure === 'reset' ||
-      o.failure === 'timeout' ||
+      (o.failure !== undefined && o.failure !== 'refused') ||
       (o.status !== undefined && o.status >= 500 && o.status !== 503);
-    if (bad && this.examples.length < 8)
-      this.examples.push(o.detail ?? `${o.status} ${o.body?.slice(0, 160)}`);
+    if (!bad) return;
+    const where = `${o.detail?.split(' ')[0] ?? '?'} ${key}`;
+    this.byPhase.set(where, (this.byPhase.get(where) ?? 0) + 1);
+    if (this.examples.length < 12) this.examples.push(o.detail ?? `${o.status} ${o.body?.slice(0, 160)}`);
   }
   count(pred: (key: string) => boolean) {
     let n = 0;
@@ -275,7 +289,9 @@ async function main() {
     };
     let chatN = 0;
     const ticker = setInterval(() => {
-      if (stopped) return;
+      // A bounded number in flight, like a real client pool: an instance slowed down by the machine is not
+      // buried under a queue of requests that can only time out.
+      if (stopped || inFlight.size >= MAX_IN_FLIGHT) return;
       const p = (Math.random() < 0.3 ? send() : read()).finally(() => inFlight.delete(p));
       inFlight.add(p);
       if (Math.random() < 0.25) chats[chatN % Math.max(1, chats.length)]?.send(chatN++);
@@ -285,6 +301,7 @@ async function main() {
     await sleep(5_000);
 
     // 1. Database connection kills.
+    phase = 'db-kills';
     const names = Array.from({ length: size }, (_, i) => `herald:${cluster.instanceId(i)}`);
     let terminated = 0;
     const killStart = performance.now();
@@ -302,6 +319,7 @@ async function main() {
     await sleep(3_000);
 
     // 2. Redis kill.
+    phase = 'redis-kill';
     const redisStart = performance.now();
     await cluster.redis.stop('SIGKILL');
     await sleep(REDIS_DOWN_S * 1000);
@@ -312,6 +330,7 @@ async function main() {
     await sleep(3_000);
 
     // 3. Rolling SIGTERM.
+    phase = 'rolling-sigterm';
     const rollStart = performance.now();
     const rolls: string[] = [];
     for (let i = 0; i < size; i++) {
@@ -328,6 +347,7 @@ async function main() {
       await sleep(2_000);
     }
     phases['rolling SIGTERM'] = `${fmtMs(performance.now() - rollStart)} (${rolls.join('; ')})`;
+    phase = 'after';
     await sleep(3_000);
 
     stopped = true;
@@ -375,7 +395,7 @@ async function main() {
       '503 UNAVAILABLE': tally.count((k) => k === '503'),
       '4xx (409 in-progress retries, 404…)': tally.count((k) => /^4\d\d$/.test(k)),
       '5xx other than 503 (goal 0)': other5xx,
-      'requests reset (goal 0)': tally.count((k) => k === 'reset'),
+      'requests reset before / during a response (goal 0)': `${tally.count((k) => k === 'reset')} / ${tally.count((k) => k === 'reset-mid-response')}`,
       'timed out (30 s)': tally.count((k) => k === 'timeout'),
       'connections refused (instance restarting)': tally.count((k) => k === 'refused'),
       'sends answered 200 / never answered': `${[...sends.values()].filter((s) => s.ok).length} / ${unanswered}`,
@@ -394,6 +414,7 @@ async function main() {
       `fault-run: 2 instances, ${USERS} users × ${DEVICES} SSE streams, ${CHAT} chat sockets, ${RATE} req/s`,
     );
     console.log(`HTTP outcomes: ${[...tally.statuses].map(([k, v]) => `${k}×${v}`).join(', ')}`);
+    console.log(`failures by phase: ${[...tally.byPhase].map(([k, v]) => `${k}×${v}`).join(', ')}`);
     for (const c of crashes) console.log(`crash: ${c}`);
     for (const e of tally.examples) console.log(`bad request: ${e}`);
     for (let i = 0; i < size; i++) {
