@@ -25,6 +25,7 @@ import { emailOutcomeEvent } from './events/email.js';
 import { createEventOutbox } from './events/outbox.js';
 import { installCachePolicy } from './http/cache.js';
 import { installConnectionLimits } from './http/connection-limits.js';
+import { installRequestDrain } from './http/drain.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
 import { installNulGuard } from './http/nul-guard.js';
 import {
@@ -122,6 +123,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  // Before any other request hook, so every request the instance accepts is counted for the shutdown drain.
+  const drain = installRequestDrain(app, { graceMs: config.SHUTDOWN_GRACE_MS, logger: app.log });
   const overload = createOverloadMonitor({
     maxEventLoopDelayMs: config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
     maxEventLoopUtilization: config.OVERLOAD_MAX_EVENT_LOOP_UTILIZATION_PCT / 100,
@@ -162,6 +165,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       databaseUrl: config.DATABASE_URL,
       dataDir: config.DATA_DIR,
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+      applicationName: `herald:${config.INSTANCE_ID}`,
       logger,
     });
   try {
@@ -225,7 +229,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const lifecycle = createLifecycle({
     logger,
     timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+    graceMs: config.SHUTDOWN_GRACE_MS,
     drainMs: config.SHUTDOWN_DRAIN_MS,
+  });
+  lifecycle.onShutdown('drain-requests', 'http-requests', async () => {
+    const { finished, cutShort } = await drain.drain();
+    if (finished + cutShort > 0) logger.info({ finished, cutShort }, 'in-flight requests drained');
   });
 
   const metrics = createHeraldMetrics(config.INSTANCE_ID);
@@ -284,6 +293,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     metrics,
     overload,
     events,
+    drain,
     webhooks,
   });
   app.decorateRequest('auth', null);

@@ -258,7 +258,10 @@ export const EnvSchema = z.object({
   DEDUP_WINDOW_MS: int(5_000, 0),
   SSE_KEEPALIVE_MS: int(15_000, 50),
   WS_PING_INTERVAL_MS: int(30_000, 50),
+  // Bound on the shutdown sequence besides SHUTDOWN_GRACE_MS (the process exits at the latest after both).
   SHUTDOWN_TIMEOUT_MS: int(10_000, 100),
+  // How long requests already received may run on after SIGTERM before they are answered 503 UNAVAILABLE.
+  SHUTDOWN_GRACE_MS: int(10_000, 0, 600_000),
   // Pause after health turns 503 on shutdown so load balancers stop routing before connections close.
   SHUTDOWN_DRAIN_MS: int(0, 0, 60_000),
   BUS_MAX_PAYLOAD_BYTES: int(256 * 1024, 1024),

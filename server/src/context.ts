@@ -5,6 +5,7 @@ import type { SessionResolver } from './auth/guard.js';
 import type { Revocation } from './auth/revocation.js';
 import type { Config } from './config.js';
 import type { EventOutbox } from './events/outbox.js';
+import type { CutShort } from './http/drain.js';
 import type { OverloadMonitor } from './http/overload.js';
 import type { Database } from './infra/db.js';
 import type { EmailOutbox } from './infra/email-outbox.js';
@@ -41,6 +42,11 @@ export interface AppContext {
   metrics: HeraldMetrics;
   /** Overload protection (http/overload.ts): health reports it, the guard refuses requests while it holds. */
   overload: OverloadMonitor;
+  /**
+   * The shutdown request drain (http/drain.ts), as long-running request work sees it: `drain.signal` aborts and
+   * `drain.onCutShort(release)` runs when SHUTDOWN_GRACE_MS ends with the request still running.
+   */
+  drain: CutShort;
 }
 
 declare module 'fastify' {

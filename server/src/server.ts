@@ -1,5 +1,6 @@
 // Process entry only: config → buildApp → listen → signal handling. On SIGTERM/SIGINT health turns 503 at once
-// and app.close() runs the shutdown phases in order (see ops/lifecycle.ts), bounded by SHUTDOWN_TIMEOUT_MS;
+// and app.close() runs the shutdown phases in order (see ops/lifecycle.ts): in-flight requests get up to
+// SHUTDOWN_GRACE_MS, the whole sequence SHUTDOWN_GRACE_MS + SHUTDOWN_TIMEOUT_MS;
 // exit code 0 when the sequence finished, 1 when it timed out, failed or a second signal forced the exit.
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, startupSummary } from './config.js';
@@ -50,11 +51,12 @@ async function main(): Promise<void> {
     }
     // Health answers 503 from this moment, before any connection is touched.
     app.ctx.lifecycle.beginShutdown();
-    app.log.info({ signal, timeoutMs: config.SHUTDOWN_TIMEOUT_MS }, 'shutting down');
+    const timeoutMs = config.SHUTDOWN_GRACE_MS + config.SHUTDOWN_TIMEOUT_MS;
+    app.log.info({ signal, timeoutMs, graceMs: config.SHUTDOWN_GRACE_MS }, 'shutting down');
     const timer = setTimeout(() => {
       app.log.error('shutdown timed out: forcing exit');
       exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS);
+    }, timeoutMs);
     timer.unref();
     app.close().then(
       () => {

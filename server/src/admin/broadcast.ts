@@ -67,8 +67,12 @@ export async function broadcast(
   deps: { db: Db; service: NotificationService; batchSize: number },
   body: BroadcastBody,
   sourceKey?: string,
-  /** Called with the counts so far after each committed batch (an asynchronous send's progress). */
-  onProgress?: (partial: BroadcastResult) => void,
+  extra: {
+    /** Called with the counts so far after each committed batch (an asynchronous send's progress). */
+    onProgress?: (partial: BroadcastResult) => void;
+    /** Shutdown cut the request short: stop before the next batch (the idempotent retry resumes the rest). */
+    signal?: AbortSignal;
+  } = {},
 ): Promise<BroadcastResult> {
   const { db, service, batchSize } = deps;
   const { deliveryOptions, ...content } = body.notification;
@@ -80,9 +84,11 @@ export async function broadcast(
   let skippedCount = 0;
   // Progress counts what has committed so far; the final result is recounted from the service's totals.
   let progressCreated = 0;
+  const { onProgress, signal } = extra;
   const options = {
     strategies: deliveryOptions?.strategies,
     sourceKey,
+    signal,
     ...(onProgress
       ? {
           onBatch: (batch: { created: number; existing: number }) => {

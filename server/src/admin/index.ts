@@ -60,7 +60,7 @@ async function audienceExceeds(
 }
 
 export function registerAdmin(app: FastifyInstance): void {
-  const { database, config, sessions } = app.ctx;
+  const { database, config, sessions, drain } = app.ctx;
   const adminSession = requireAdmin(sessions);
   // A claim lives as long as its instance: refreshed at the registry's heartbeat pace and presumed abandoned
   // after the same silence that declares an instance dead (docs/api.md#operations), not after a flat timer. At least three
@@ -69,6 +69,9 @@ export function registerAdmin(app: FastifyInstance): void {
     instanceId: config.INSTANCE_ID,
     heartbeatMs: config.HEARTBEAT_INTERVAL_MS,
     staleMs: Math.max(config.DEAD_INSTANCE_MS, 3 * config.HEARTBEAT_INTERVAL_MS),
+    // A send still running when shutdown's grace ends releases its claim at once (docs/architecture.md,
+    // "Shutdown drain"), so the client's retry on another instance resumes it without waiting staleMs.
+    cutShort: drain,
   };
   const sends = createSendQueue({
     db: database.db,
@@ -162,7 +165,8 @@ export function registerAdmin(app: FastifyInstance): void {
         if (asked) reply.header('preference-applied', 'respond-async');
         return reply.code(202).send({ sendId: send.sendId, status: send.status });
       }
-      if (!key) return broadcast(deps, request.body);
+      // Without a key a send cut short by shutdown stops too (answered 503); only a keyed one can be resumed.
+      if (!key) return broadcast(deps, request.body, undefined, { signal: drain.signal });
       return withIdempotency(
         database.db,
         {
@@ -172,7 +176,7 @@ export function registerAdmin(app: FastifyInstance): void {
           body: request.body,
         },
         claim,
-        ({ claimKey }) => broadcast(deps, request.body, broadcastSourceKey(claimKey)),
+        ({ claimKey, signal }) => broadcast(deps, request.body, broadcastSourceKey(claimKey), { signal }),
       );
     },
   );

@@ -129,11 +129,13 @@ export function createSendQueue(options: SendQueueOptions) {
         { db, service: options.service, batchSize: options.batchSize },
         body,
         sendSourceKey(id),
-        (partial) => {
-          // Thrown between batches: the committed ones keep their delivery, the rest is left to the next owner.
-          if (isStopped()) throw new SendStopped();
-          pending = partial;
-          void flush();
+        {
+          onProgress: (partial) => {
+            // Thrown between batches: the committed ones keep their delivery, the rest is left to the next owner.
+            if (isStopped()) throw new SendStopped();
+            pending = partial;
+            void flush();
+          },
         },
       );
       await flush();

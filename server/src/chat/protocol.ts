@@ -51,6 +51,8 @@ export const ChatErrorCode = {
   TOO_MANY_REQUESTS: 'TOO_MANY_REQUESTS',
   SESSION_EXPIRED: 'SESSION_EXPIRED',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
+  /** The database was unreachable (connections lost, failover): nothing was stored; retry the same frame. */
+  UNAVAILABLE: 'UNAVAILABLE',
 } as const;
 export type ChatErrorCode = (typeof ChatErrorCode)[keyof typeof ChatErrorCode];
 

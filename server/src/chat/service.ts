@@ -3,6 +3,7 @@
 // connect, so a reconnect storm costs one query instead of one per socket.
 import { performance } from 'node:perf_hooks';
 import type { RawData } from 'ws';
+import { isDatabaseUnavailable } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import type { Bus, UserDisconnect } from '../realtime/index.js';
 import type { ChatConnection, ChatHub, ChatIdentity } from './hub.js';
@@ -184,6 +185,23 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       ? fail(conn, ChatErrorCode.FORBIDDEN, `Only the author or an administrator can ${verb} this message`)
       : fail(conn, ChatErrorCode.MESSAGE_NOT_FOUND, 'Message not found');
   const internal = (conn: ChatConnection, err: unknown, what: string) => {
+    if (isDatabaseUnavailable(err)) {
+      // Expected during a failover or killed connections: one warn line, and a code that says "retry" (a
+      // repeated clientMessageId is not stored twice). The socket stays open.
+      logger.warn(
+        { err: (err as Error).message, connectionId: conn.id },
+        `chat: ${what}: database unavailable`,
+      );
+      hub.send(
+        conn,
+        encode({
+          type: 'error',
+          code: ChatErrorCode.UNAVAILABLE,
+          message: `Could not ${what}; retry shortly`,
+        }),
+      );
+      return;
+    }
     logger.error({ err, connectionId: conn.id }, `chat: ${what} failed`);
     hub.send(
       conn,

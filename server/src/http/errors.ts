@@ -2,6 +2,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { isDatabaseUnavailable } from '../infra/db.js';
 
 export interface ErrorBody {
   code: string;
@@ -104,6 +105,17 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
       return sendError(reply, error.statusCode, { code: 'BAD_REQUEST', message: error.message });
+    }
+    if (isDatabaseUnavailable(error)) {
+      // A lost or refused database connection (failover, pooler restart, connections killed): the request may
+      // succeed on a retry, so 503 rather than 500. One warn line per request, without the stack.
+      request.log.warn({ err: error.message }, 'database unavailable');
+      return sendError(
+        reply,
+        503,
+        { code: 'UNAVAILABLE', message: 'The database is unavailable; retry shortly' },
+        { 'retry-after': '1' },
+      );
     }
     if (isResponseSerializationError(error)) {
       request.log.error({ err: error, issues: error.cause.issues }, 'response did not match its schema');

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { type Db, rowsOf } from '../infra/db.js';
+import type { CutShort } from './drain.js';
 import { AppError } from './errors.js';
 
 export const IdempotencyErrorCode = {
@@ -67,11 +68,18 @@ export interface ClaimOptions {
   heartbeatMs: number;
   /** A claim whose heartbeat is older than this belongs to a dead owner and may be taken over. */
   staleMs: number;
+  /**
+   * The shutdown drain: when it cuts this request short, the claim is released at once (before the client is
+   * answered 503), so a retry on another instance takes the work over and resumes it without waiting staleMs.
+   */
+  cutShort?: CutShort;
 }
 
 export interface ClaimedRun {
   /** `scope:key`, stable across retries: the work derives its resumable identity from it. */
   claimKey: string;
+  /** Aborted when shutdown cuts the request short: the work stops at its next safe point. */
+  signal?: AbortSignal;
 }
 
 export async function withIdempotency<T extends Record<string, unknown>>(
@@ -137,19 +145,28 @@ export async function withIdempotency<T extends Record<string, unknown>>(
     });
   }, claim.heartbeatMs);
   heartbeat.unref();
+  const release = () => db.execute(sql`delete from idempotency_key where ${mine}`).then(() => undefined);
+  const offCutShort = claim.cutShort?.onCutShort(async () => {
+    clearInterval(heartbeat);
+    await release();
+  });
   let result: T;
   try {
-    result = await run({ claimKey: key });
+    result = await run({ claimKey: key, signal: claim.cutShort?.signal });
   } catch (err) {
     clearInterval(heartbeat);
+    offCutShort?.();
     // Nothing (or only part) was done: release the key so the client's retry runs again (and resumes).
-    await db.execute(sql`delete from idempotency_key where ${mine}`);
+    await release();
     throw err;
   }
   clearInterval(heartbeat);
+  offCutShort?.();
+  // Only while still the owner: a run that finished after its claim was released or taken over leaves the
+  // result to the run that holds the claim now (both converge on the same per-user rows).
   await db.execute(
     sql`update idempotency_key set response = ${JSON.stringify(result)}::jsonb, heartbeat_at = now()
-        where key = ${key} and response is null`,
+        where ${mine}`,
   );
   return result;
 }

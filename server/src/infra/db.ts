@@ -42,24 +42,97 @@ export interface DatabaseOptions {
   /** Who opens the embedded database (written into DATA_DIR's lock file): "server" or a CLI command. */
   lockOwner?: string;
   /** Progress of the embedded database's first open, which takes seconds (initdb in WebAssembly). */
-  logger?: Pick<Logger, 'info'>;
+  logger?: Pick<Logger, 'info' | 'warn'>;
+  /**
+   * PostgreSQL `application_name` of every connection (`herald:<INSTANCE_ID>`), so an operator (or a test) can
+   * tell one instance's backends apart in `pg_stat_activity` and terminate only those.
+   */
+  applicationName?: string;
 }
 
 export function createDatabase(options: DatabaseOptions): Database {
   return options.databaseUrl
-    ? createPostgres(options.databaseUrl, options.poolSize ?? 10, options.statementTimeoutMs ?? 0)
+    ? createPostgres(options.databaseUrl, {
+        poolSize: options.poolSize ?? 10,
+        statementTimeoutMs: options.statementTimeoutMs ?? 0,
+        applicationName: options.applicationName,
+        logger: options.logger,
+      })
     : createPglite(options.dataDir, options.lockOwner ?? 'server', options.logger);
 }
 
-function createPostgres(url: string, poolSize: number, statementTimeoutMs: number): Database {
+/**
+ * PostgreSQL SQLSTATEs and Node network errors that mean "the database is unreachable or dropped us", not "the
+ * query is wrong": class 08 (connection exception), 57P01/57P02/57P03 (admin/crash shutdown, cannot connect
+ * now), 53300 (too many connections).
+ */
+const UNAVAILABLE_CODES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+// node-postgres reports a dropped or unusable connection with these messages and no code.
+const UNAVAILABLE_MESSAGE =
+  /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end/i;
+
+/**
+ * True when `err` (or any error in its `cause` chain: Drizzle wraps driver errors) says the database cannot be
+ * reached right now. The global error handler answers these 503 UNAVAILABLE instead of 500.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+    if (UNAVAILABLE_MESSAGE.test(current.message)) return true;
+    // An AggregateError (a connect to several resolved addresses) lists its causes in `errors`.
+    const inner = (current as { errors?: unknown }).errors;
+    if (Array.isArray(inner) && inner.some((e) => isDatabaseUnavailable(e))) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+function createPostgres(
+  url: string,
+  opts: {
+    poolSize: number;
+    statementTimeoutMs: number;
+    applicationName?: string;
+    logger?: Pick<Logger, 'warn'>;
+  },
+): Database {
   const pool = new pg.Pool({
     connectionString: url,
-    max: poolSize,
+    max: opts.poolSize,
     connectionTimeoutMillis: 5_000,
-    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+    ...(opts.statementTimeoutMs > 0 ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    // PostgreSQL truncates to 63 bytes itself; cut here so the name stays valid UTF-8.
+    ...(opts.applicationName ? { application_name: opts.applicationName.slice(0, 63) } : {}),
   });
-  // An idle client losing its connection (database restart) must not crash the process.
-  pool.on('error', () => {});
+  // A connection lost while its client is idle in the pool (database restart, pg_terminate_backend) is
+  // reported here; the pool drops that client and opens a new one on demand.
+  pool.on('error', (err) =>
+    opts.logger?.warn({ err: err.message }, 'database connection lost (idle client)'),
+  );
+  // A connection lost while its client is checked out (a transaction between two statements, the migration
+  // session) is emitted on the client itself, which pg-pool leaves without an 'error' listener while it is
+  // checked out: unhandled, that event would end the process. A permanent listener on every client makes it
+  // a failed query instead; the client is marked unusable, so the pool discards it on release.
+  pool.on('connect', (client) => {
+    client.on('error', (err) =>
+      opts.logger?.warn({ err: err.message }, 'database connection lost (client in use)'),
+    );
+  });
   const db = drizzlePg(pool, { schema, casing: 'snake_case' }) as unknown as Db;
   return {
     db,

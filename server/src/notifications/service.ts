@@ -44,6 +44,11 @@ export interface CreateOptions {
   sourceKey?: string;
   /** Called after each batch commits (an asynchronous send reports its progress from it). */
   onBatch?: (batch: { created: number; existing: number; missingUserIds: string[] }) => void;
+  /**
+   * Checked before each batch: once aborted (shutdown cut the request short) no further batch is written and
+   * the send throws the signal's reason. Batches already written keep their events and delivery.
+   */
+  signal?: AbortSignal;
 }
 
 export interface BatchResult {
@@ -257,6 +262,7 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     try {
       for await (const ids of batches) {
         for (let i = 0; i < ids.length; i += deps.batchSize) {
+          options.signal?.throwIfAborted();
           const w = await writeBatch(ids.slice(i, i + deps.batchSize), valid, options);
           createdCount += w.created.length;
           existingCount += w.existing.length;

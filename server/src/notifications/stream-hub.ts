@@ -3,6 +3,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { AuthContext } from '../auth/guard.js';
+import { isDatabaseUnavailable } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import type { Presence } from '../realtime/index.js';
 import { openSse, type SseConnection, sseBody, sseIdLine } from '../realtime/index.js';
@@ -70,6 +71,8 @@ export function parseLastEventId(raw: string | undefined): ResumeRequest {
 }
 
 const LOG_PAGE = 500;
+/** How long a gap repair keeps retrying a log read while the database is unreachable before it ends the stream. */
+const REPAIR_RETRY_MS = 10_000;
 // A client further behind than this refetches instead of replaying (notification retention keeps ≤ 1,000).
 export const REPLAY_MAX = 5_000;
 // Users per convergence query.
@@ -115,12 +118,29 @@ export function createStreamHub(deps: StreamHubDeps) {
     entry.conn.end(sseIdLine(entry.cursor) + eventBody('error', { code, message }));
   };
 
+  /**
+   * The log page after the stream's cursor. While the database is unreachable (connections killed, a failover)
+   * the read is retried with backoff for up to REPAIR_RETRY_MS, so a short outage leaves the stream open (the
+   * events are held meanwhile) instead of ending every stream that needed a repair.
+   */
+  const readLog = async (entry: StreamEntry) => {
+    const deadline = Date.now() + REPAIR_RETRY_MS;
+    for (let wait = 100; ; wait = Math.min(wait * 2, 2_000)) {
+      try {
+        return await deps.repo.eventsAfter(entry.userId, entry.cursor, LOG_PAGE);
+      } catch (err) {
+        if (!isDatabaseUnavailable(err) || Date.now() + wait > deadline || entry.conn.closed) throw err;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  };
+
   /** Reads the log from the stream's cursor until it is past `target`, then applies what was held. */
   const repair = async (entry: StreamEntry): Promise<void> => {
     repairs++;
     try {
       while (!entry.conn.closed) {
-        const rows = await deps.repo.eventsAfter(entry.userId, entry.cursor, LOG_PAGE);
+        const rows = await readLog(entry);
         const first = rows[0];
         if ((first && first.seq !== entry.cursor + 1) || (!first && entry.cursor < entry.target)) {
           // Pruned from the log, or announced but not there (another database): an exact replay is
@@ -353,13 +373,19 @@ export function createStreamHub(deps: StreamHubDeps) {
       try {
         cursor = await deps.repo.cursor(userId);
       } catch (err) {
-        deps.logger.error({ err, userId }, 'SSE connect sequence failed');
+        const unavailable = isDatabaseUnavailable(err);
+        // A lost database connection is expected during a failover: a warn line, and a code that says "retry".
+        if (unavailable)
+          deps.logger.warn({ err: (err as Error).message, userId }, 'SSE connect: database unavailable');
+        else deps.logger.error({ err, userId }, 'SSE connect sequence failed');
         // An empty id resets the browser's Last-Event-ID: the retry is a fresh connect, not a full replay.
         conn.end(
           sseIdLine('') +
             eventBody('error', {
-              code: NotificationErrorCode.INTERNAL_ERROR,
-              message: 'Could not start the stream',
+              code: unavailable ? NotificationErrorCode.UNAVAILABLE : NotificationErrorCode.INTERNAL_ERROR,
+              message: unavailable
+                ? 'The database is unavailable; reconnect shortly'
+                : 'Could not start the stream',
             }),
         );
         return;

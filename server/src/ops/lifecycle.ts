@@ -6,6 +6,7 @@ import { withTimeout } from '../infra/timeout.js';
 
 export const SHUTDOWN_PHASES = [
   'stop-accepting', // health turns 503, no new streams/sockets
+  'drain-requests', // no new connections; in-flight requests finish within SHUTDOWN_GRACE_MS or get 503
   'notify-clients', // WebSocket close 1001, SSE `error` event
   'close-connections',
   'remove-presence',
@@ -18,8 +19,13 @@ type Step = { name: string; run: () => Promise<void> | void };
 
 export interface LifecycleOptions {
   logger?: Logger;
-  /** Bound on the whole sequence; a phase still running when its share is spent is abandoned (logged). */
+  /**
+   * Bound on the sequence besides the request grace; a phase still running when its share is spent is
+   * abandoned (logged). The whole sequence is bounded by graceMs + timeoutMs.
+   */
   timeoutMs?: number;
+  /** SHUTDOWN_GRACE_MS: how long the drain-requests phase may wait for in-flight requests. */
+  graceMs?: number;
   /** Pause after stop-accepting so load balancers see the 503 before connections are closed. */
   drainMs?: number;
 }
@@ -51,7 +57,7 @@ export function createLifecycle(options: LifecycleOptions = {}): Lifecycle {
   const begin = () => {
     if (shuttingDown) return;
     shuttingDown = true;
-    deadline = Date.now() + timeoutMs;
+    deadline = Date.now() + timeoutMs + (options.graceMs ?? 0);
   };
 
   const runPhase = async (phase: ShutdownPhase, onStepError?: (name: string, err: unknown) => void) => {

@@ -27,7 +27,7 @@ describe('lifecycle', () => {
     const order: string[] = [];
     for (const phase of SHUTDOWN_PHASES) lifecycle.onShutdown(phase, phase, () => void order.push(phase));
     await lifecycle.runThrough('close-connections');
-    expect(order).toEqual(['stop-accepting', 'notify-clients', 'close-connections']);
+    expect(order).toEqual(['stop-accepting', 'drain-requests', 'notify-clients', 'close-connections']);
     await Promise.all([lifecycle.shutdown(), lifecycle.shutdown(), lifecycle.runThrough('deregister')]);
     expect(order).toEqual([...SHUTDOWN_PHASES]);
   });

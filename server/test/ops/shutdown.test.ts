@@ -79,6 +79,7 @@ describe('graceful shutdown', () => {
     expect(sequence).toEqual([
       'shutting down',
       'shutdown phase stop-accepting',
+      'shutdown phase drain-requests',
       'shutdown phase notify-clients',
       'shutdown phase close-connections',
       'shutdown phase remove-presence',

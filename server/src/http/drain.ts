@@ -1,0 +1,148 @@
+// Owns the request drain of a graceful shutdown (CONTRACT §8 "Shutdown drains"): tracks the requests this instance
+// has received and not yet answered, and on shutdown stops accepting connections, waits up to SHUTDOWN_GRACE_MS
+// for those requests to finish, then cuts the rest short: their work is told (an AbortSignal, and callbacks that
+// may release what they hold, e.g. an idempotency claim) and they are answered 503 UNAVAILABLE, so no request is
+// reset mid-response and nothing runs on after the pools close. SSE streams (hijacked replies) and WebSocket
+// upgrades are not requests in this sense: the shutdown phases after the drain end them.
+import { Server as NetServer, type Socket } from 'node:net';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Logger } from '../infra/logger.js';
+import { withTimeout } from '../infra/timeout.js';
+import { AppError, sendError } from './errors.js';
+
+/** What long-running work sees of the drain: a signal and a hook to release what it holds when cut short. */
+export interface CutShort {
+  /** Aborted (reason: a 503 UNAVAILABLE AppError) when the grace ends with requests still running. */
+  readonly signal: AbortSignal;
+  /**
+   * Runs `release` at that moment, before the still-running requests are answered 503 (so a client retrying
+   * on another instance right after the 503 finds it released). Returns the disposer: call it when the work
+   * ends on its own.
+   */
+  onCutShort(release: () => Promise<void> | void): () => void;
+}
+
+export interface RequestDrain extends CutShort {
+  /** Requests received and not yet answered (SSE streams excluded). */
+  inFlight(): number;
+  /** Stops accepting connections, waits up to the grace for in-flight requests, then cuts the rest short. */
+  drain(): Promise<{ finished: number; cutShort: number }>;
+}
+
+export interface DrainOptions {
+  graceMs: number;
+  logger: Logger;
+}
+
+/** Bound on the cut-short releases and on flushing the 503s: the pools close after this. */
+const CUT_SHORT_BUDGET_MS = 2_000;
+/** How long the drain waits for the first request of a connection accepted just before the listener closed. */
+const FRESH_CONNECTION_WAIT_MS = 1_000;
+
+const CUT_SHORT_MESSAGE = 'The server is shutting down; retry the request (on another instance)';
+
+export function installRequestDrain(app: FastifyInstance, options: DrainOptions): RequestDrain {
+  const inFlight = new Set<FastifyReply>();
+  // Connections accepted whose first request has not started yet: the client has (almost certainly) sent it, so
+  // the drain waits for them too rather than closing them under that request.
+  const fresh = new Set<Socket>();
+  const releases = new Set<() => Promise<void> | void>();
+  const controller = new AbortController();
+  let idle: (() => void) | undefined;
+
+  // A reply taken over by its route (an SSE stream) is long-lived by design: the drain does not wait for it.
+  const pending = () => [...inFlight].filter((reply) => !(reply.sent && !reply.raw.writableEnded));
+  // A client may also open a connection and send nothing (a browser's preconnect): such connections are waited
+  // for only briefly.
+  let freshUntil = Number.POSITIVE_INFINITY;
+  const settled = () => pending().length === 0 && (fresh.size === 0 || Date.now() >= freshUntil);
+
+  app.server.on('connection', (socket: Socket) => {
+    fresh.add(socket);
+    socket.once('close', () => {
+      fresh.delete(socket);
+      if (idle && settled()) idle();
+    });
+  });
+  // A WebSocket upgrade is not a request of this drain (the shutdown phases after it close chat sockets).
+  app.server.prependListener('upgrade', (_req, socket: Socket) => {
+    fresh.delete(socket);
+  });
+
+  app.addHook('onRequest', (request, reply, done) => {
+    fresh.delete(request.raw.socket);
+    inFlight.add(reply);
+    // 'close' fires once the response is fully written or the connection went away, whichever comes first.
+    reply.raw.once('close', () => {
+      inFlight.delete(reply);
+      if (idle && settled()) idle();
+    });
+    done();
+  });
+
+  return {
+    signal: controller.signal,
+    onCutShort(release) {
+      releases.add(release);
+      return () => {
+        releases.delete(release);
+      };
+    },
+    inFlight: () => pending().length,
+    async drain() {
+      // No new connections from here on (Fastify closes the listener again later and ignores that it is
+      // closed). net's close, not http's: http's would also close every connection without an active request,
+      // including just-accepted ones whose first request is on its way. Fastify answers requests arriving during
+      // the drain with `Connection: close`, so keep-alive connections end after their current response.
+      NetServer.prototype.close.call(app.server);
+      freshUntil = Date.now() + Math.min(options.graceMs, FRESH_CONNECTION_WAIT_MS);
+      const before = pending().length;
+      if (!settled()) {
+        options.logger.info({ inFlight: before, graceMs: options.graceMs }, 'waiting for in-flight requests');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, options.graceMs);
+          const freshTimer = setTimeout(() => idle?.(), freshUntil - Date.now() + 1);
+          idle = () => {
+            if (!settled()) return;
+            clearTimeout(timer);
+            clearTimeout(freshTimer);
+            resolve();
+          };
+        });
+        idle = undefined;
+      }
+      const left = pending();
+      if (left.length === 0) return { finished: before, cutShort: 0 };
+      fresh.clear();
+
+      options.logger.warn(
+        { cutShort: left.length, graceMs: options.graceMs },
+        'shutdown grace over: answering the requests still running 503',
+      );
+      controller.abort(
+        new AppError(503, 'UNAVAILABLE', CUT_SHORT_MESSAGE, undefined, { 'retry-after': '1' }),
+      );
+      // Releases first: a client that retries elsewhere on our 503 must find the work released.
+      await withTimeout(
+        Promise.allSettled([...releases].map(async (release) => release())),
+        CUT_SHORT_BUDGET_MS,
+      ).catch(() => options.logger.error('shutdown: releasing cut-short work timed out'));
+      const flushed = left.map((reply) => {
+        if (reply.raw.writableEnded) return Promise.resolve();
+        const done = new Promise<void>((resolve) => reply.raw.once('close', () => resolve()));
+        // A response already under way (headers sent) is left to finish; only unanswered ones get the 503.
+        if (!reply.raw.headersSent) {
+          sendError(
+            reply,
+            503,
+            { code: 'UNAVAILABLE', message: CUT_SHORT_MESSAGE },
+            { 'retry-after': '1', connection: 'close' },
+          );
+        }
+        return done;
+      });
+      await withTimeout(Promise.all(flushed), CUT_SHORT_BUDGET_MS).catch(() => {});
+      return { finished: before - left.length, cutShort: left.length };
+    },
+  };
+}
