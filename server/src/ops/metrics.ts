@@ -74,6 +74,39 @@ export const MetricsSchema = z
       })
       .optional()
       .describe('durable webhook queue (absent when the database could not be read)'),
+    database: z
+      .object({
+        pools: z
+          .array(
+            z.object({
+              pool: z.string().describe('`primary`, or `replica:<host:port>`'),
+              total: z.number().int().describe('connections open'),
+              idle: z.number().int().describe('connections open and unused'),
+              waiting: z.number().int().describe('queries waiting for a connection'),
+            }),
+          )
+          .describe('this instance’s PostgreSQL pools (none on the embedded database)'),
+        reads: z
+          .object({
+            primary: z.number().int(),
+            replica: z.number().int(),
+            fallbacks: z
+              .number()
+              .int()
+              .describe('reads that failed on a replica and were answered by the primary'),
+          })
+          .describe('replica-eligible reads (notification lists and counts) by where they ran, since start'),
+        replicas: z.array(
+          z.object({
+            name: z.string(),
+            up: z.boolean(),
+            eligible: z.boolean().describe('serving reads now: up and within DATABASE_READ_MAX_LAG_MS'),
+            lagMs: z.number().nullable().describe('behind the primary, in ms (null while down or unknown)'),
+          }),
+        ),
+      })
+      .optional()
+      .describe('PostgreSQL pools and read replicas (docs/operations.md, "PostgreSQL past one server")'),
   })
   .meta({
     example: {
@@ -164,6 +197,20 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
     return undefined;
   });
   const instances: InstanceRecord[] = await realtime.instances();
+  const primaryPool = ctx.database.poolStats?.();
+  const reads = ctx.database.reads?.stats();
+  const database = {
+    pools: [
+      ...(primaryPool ? [{ pool: 'primary', ...primaryPool }] : []),
+      ...(reads?.replicas ?? []).map((r) => ({ pool: `replica:${r.name}`, ...r.pool })),
+    ],
+    reads: {
+      primary: reads?.reads.primary ?? 0,
+      replica: reads?.reads.replica ?? 0,
+      fallbacks: reads?.fallbacks ?? 0,
+    },
+    replicas: (reads?.replicas ?? []).map(({ name, up, eligible, lagMs }) => ({ name, up, eligible, lagMs })),
+  };
   return {
     timestamp: now,
     instanceId: config.INSTANCE_ID,
@@ -187,6 +234,7 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
     },
     email,
     webhooks,
+    database,
   };
 }
 

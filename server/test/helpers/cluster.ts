@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { TEST_AUTH_SECRET, TEST_REDIS_URL } from './env.js';
+import { PGBOUNCER_MODE, startPgBouncer, type TestPgBouncer } from './pgbouncer.js';
 import { startRedisCluster, type TestRedisCluster } from './redis-cluster.js';
 import { freePort, startRedisServer, type TestRedis, trackChild } from './redis-server.js';
 import { startSmtp, type TestSmtp, tokenFrom } from './smtp.js';
@@ -52,6 +53,11 @@ export interface ClusterOptions {
   redis?: 'private' | 'shared' | 'cluster';
   /** Health status to wait for at start (default 'ok'). */
   waitFor?: 'ok' | 'degraded';
+  /**
+   * Put a private PgBouncer (transaction mode) between the instances and the database: DATABASE_URL through it,
+   * DATABASE_DIRECT_URL to the server. Default: HERALD_TEST_PGBOUNCER=1.
+   */
+  pgbouncer?: boolean;
 }
 
 export interface HealthBody {
@@ -75,6 +81,8 @@ export interface TestCluster {
   redisCluster: TestRedisCluster | null;
   redisUrl: string;
   prefix: string;
+  /** The PgBouncer in front of the database (null unless the pgbouncer option or HERALD_TEST_PGBOUNCER). */
+  pgbouncer: TestPgBouncer | null;
   url(index: number): string;
   port(index: number): number;
   instanceId(index: number): string;
@@ -121,6 +129,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   const redisCluster = mode === 'cluster' ? await startRedisCluster() : null;
   const redis = mode === 'shared' ? undefined : (redisCluster ?? (await startRedisServer()));
   const redisUrl = redis?.url ?? TEST_REDIS_URL;
+  const pgbouncer = (options.pgbouncer ?? PGBOUNCER_MODE) ? await startPgBouncer() : null;
   const prefix = `c:${randomBytes(5).toString('hex')}:`;
   const runId = randomBytes(3).toString('hex');
   const instances: Instance[] = [];
@@ -138,7 +147,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         HOST: '127.0.0.1',
         PORT: String(port),
         INSTANCE_ID: id,
-        DATABASE_URL: db.url,
+        DATABASE_URL: pgbouncer ? pgbouncer.urlFor(db.url) : db.url,
+        ...(pgbouncer ? { DATABASE_DIRECT_URL: db.url } : {}),
         CACHE_URL: redisUrl,
         CACHE_CLUSTER: redisCluster ? 'true' : 'false',
         CACHE_KEY_PREFIX: prefix,
@@ -234,6 +244,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     redisCluster,
     redisUrl,
     prefix,
+    pgbouncer,
     url: (index) => `http://127.0.0.1:${inst(index).port}`,
     port: (index) => inst(index).port,
     instanceId: (index) => inst(index).id,
@@ -299,6 +310,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       );
       await redis?.close();
       await smtp.close();
+      await pgbouncer?.close();
       await db.drop();
     },
   };
