@@ -120,8 +120,9 @@ export function createReadRouter<Db extends Executor>(options: ReadRouterOptions
       max: options.poolSize,
       // A replica that does not answer quickly is treated as down (reads go to the primary), not waited for.
       connectionTimeoutMillis: Math.min(2_000, Math.max(200, maxLagMs)),
-      // Replicas are servers, never a pooler in this design (docs/operations.md): the bound travels at connect.
-      ...(options.statementTimeoutMs > 0 ? { statement_timeout: options.statementTimeoutMs } : {}),
+      // Bounded client-side: a replica URL may be a PgBouncer in front of the replica (which refuses the
+      // statement_timeout startup parameter), and a read that times out is answered by the primary anyway.
+      ...(options.statementTimeoutMs > 0 ? { query_timeout: options.statementTimeoutMs } : {}),
     });
     pool.on('error', () => {});
     return {
@@ -153,7 +154,7 @@ export function createReadRouter<Db extends Executor>(options: ReadRouterOptions
     const oldest = samples[0];
     return oldest ? now - oldest.at + pollMs : null;
   };
-  const isUp = (r: Replica<Db>, now: number) => now - r.lastOkAt <= Math.max(3 * pollMs, 500);
+  const isUp = (r: Replica<Db>, now: number) => now - r.lastOkAt <= Math.max(5 * pollMs, 2_000);
   const isEligible = (r: Replica<Db>, now: number) => {
     if (!isUp(r, now)) return false;
     const lag = lagOf(r, now);

@@ -58,6 +58,8 @@ export interface ClusterOptions {
    * DATABASE_DIRECT_URL to the server. Default: HERALD_TEST_PGBOUNCER=1.
    */
   pgbouncer?: boolean;
+  /** A database made elsewhere (e.g. on a private primary with a replica) instead of a fresh one on the test server. */
+  database?: TestDatabase;
 }
 
 export interface HealthBody {
@@ -124,7 +126,7 @@ function delay(ms: number): Promise<void> {
 
 export async function startCluster(options: ClusterOptions = {}): Promise<TestCluster> {
   const size = options.instances ?? 2;
-  const [db, smtp] = await Promise.all([createTestDatabase(), startSmtp()]);
+  const [db, smtp] = await Promise.all([options.database ?? createTestDatabase(), startSmtp()]);
   const mode = options.redis ?? (process.env.HERALD_TEST_CACHE === 'cluster' ? 'cluster' : 'private');
   const redisCluster = mode === 'cluster' ? await startRedisCluster() : null;
   const redis = mode === 'shared' ? undefined : (redisCluster ?? (await startRedisServer()));
