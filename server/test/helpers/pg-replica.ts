@@ -26,6 +26,8 @@ export const PG_BIN_DIR = BIN_DIRS.find(
 );
 
 export interface ReplicaPair {
+  /** The temp directory holding `primary/` and `replica/` (data directories) and their logs. */
+  dataDir: string;
   primaryPort: number;
   replicaPort: number;
   primaryUrl(database: string): string;
@@ -140,6 +142,7 @@ export async function startReplicaPair(): Promise<ReplicaPair> {
   }
 
   const pair: ReplicaPair = {
+    dataDir: dir,
     primaryPort,
     replicaPort,
     primaryUrl: (database) => url(primaryPort, database),
