@@ -163,6 +163,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     options.overrides?.database ??
     createDatabase({
       databaseUrl: config.DATABASE_URL,
+      ...(config.DATABASE_DIRECT_URL ? { directUrl: config.DATABASE_DIRECT_URL } : {}),
+      readUrls: config.DATABASE_READ_URL,
+      readMaxLagMs: config.DATABASE_READ_MAX_LAG_MS,
+      readPollMs: config.DATABASE_READ_POLL_MS,
+      poolSize: config.DATABASE_POOL_SIZE,
       dataDir: config.DATA_DIR,
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
       applicationName: `herald:${config.INSTANCE_ID}`,

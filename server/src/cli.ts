@@ -28,6 +28,7 @@ function openDatabase(config: Config, command: string): Database {
   try {
     return createDatabase({
       databaseUrl: config.DATABASE_URL,
+      ...(config.DATABASE_DIRECT_URL ? { directUrl: config.DATABASE_DIRECT_URL } : {}),
       dataDir: config.DATA_DIR,
       lockOwner: `cli ${command}`,
     });

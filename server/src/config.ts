@@ -179,6 +179,20 @@ export const EnvSchema = z.object({
   DATABASE_URL: optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
     message: 'DATABASE_URL must start with postgres:// or postgresql://',
   }),
+  // The PostgreSQL server itself when DATABASE_URL is a pooler (PgBouncer, transaction mode): migrations use it.
+  DATABASE_DIRECT_URL: optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
+    message: 'DATABASE_DIRECT_URL must start with postgres:// or postgresql://',
+  }),
+  // Streaming replicas (comma-separated) for notification lists and counts, with read-your-writes.
+  DATABASE_READ_URL: list.refine((urls) => urls.every((u) => /^postgres(ql)?:\/\//.test(u)), {
+    message: 'DATABASE_READ_URL must be a comma-separated list of postgres:// or postgresql:// URLs',
+  }),
+  // A replica that has fallen further behind the primary than this stops serving reads until it catches up.
+  DATABASE_READ_MAX_LAG_MS: int(2_000, 10, 60_000),
+  // How often each instance reads every replica's replay position (and the primary's WAL position).
+  DATABASE_READ_POLL_MS: int(100, 10, 10_000),
+  // Connections per pool: the primary's pool, and each replica's.
+  DATABASE_POOL_SIZE: int(10, 1, 1_000),
   DATA_DIR: optionalString.default('./data'),
   // One URL, or with CACHE_CLUSTER a comma-separated list of seed nodes (checked below, knowing CACHE_CLUSTER).
   CACHE_URL: optionalString.refine((v) => v === undefined || /^rediss?:\/\//.test(v), {
@@ -392,6 +406,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     }
   }
   problems.push(...cacheUrlProblems(e.CACHE_URL, e.CACHE_CLUSTER));
+  if (!e.DATABASE_URL && (e.DATABASE_DIRECT_URL || e.DATABASE_READ_URL.length > 0)) {
+    problems.push(
+      'DATABASE_DIRECT_URL and DATABASE_READ_URL need DATABASE_URL (the embedded database has no pooler or replicas)',
+    );
+  }
+  if (e.DATABASE_READ_MAX_LAG_MS < e.DATABASE_READ_POLL_MS) {
+    problems.push(
+      'DATABASE_READ_MAX_LAG_MS must be at least DATABASE_READ_POLL_MS (lag is measured at each poll)',
+    );
+  }
   if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
     // Node refuses this combination at server creation; say so with both names instead.
     problems.push('HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS');

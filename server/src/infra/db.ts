@@ -1,5 +1,8 @@
 // Owns the database: Drizzle over node-postgres (DATABASE_URL) or PGlite under DATA_DIR (embedded default),
 // and migrations, which run under a PostgreSQL advisory lock so several instances can start at once.
+// Nothing here depends on session state between transactions, so DATABASE_URL may be PgBouncer in transaction
+// pooling mode (docs/operations.md, "PostgreSQL past one server"): the migration lock is transaction-level and
+// taken on DATABASE_DIRECT_URL when set, no SET outlives its transaction, no named prepared statements, no LISTEN.
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +17,8 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
 import { acquireDataDirLock } from './data-dir-lock.js';
 import type { Logger } from './logger.js';
+import { watchConnections } from './pg-connections.js';
+import { createReadRouter, primaryOnlyRouter, type ReadRouter } from './read-replicas.js';
 import * as schema from './schema/index.js';
 
 export type Schema = typeof schema;
@@ -26,7 +31,21 @@ export interface Database {
   ping(): Promise<void>;
   /** Queries waiting for a pool connection right now (0 for the embedded database, which has no pool). */
   waiting?(): number;
+  /** Connections of the pool (absent on the embedded database), for /metrics. */
+  poolStats?(): PoolStats;
+  /** Where replica-eligible reads run (infra/read-replicas.ts); the primary alone without DATABASE_READ_URL. */
+  reads?: ReadRouter<Db>;
   close(): Promise<void>;
+}
+
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+}
+
+export function poolStatsOf(pool: pg.Pool): PoolStats {
+  return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
 }
 
 export const MIGRATIONS_FOLDER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -35,10 +54,16 @@ const MIGRATION_LOCK_KEY = 727_001_042;
 
 export interface DatabaseOptions {
   databaseUrl?: string;
+  /** The server itself, for what needs a session of its own (migrations) when databaseUrl is a pooler. */
+  directUrl?: string;
   dataDir: string;
   poolSize?: number;
   /** PostgreSQL statement_timeout in ms (0 or unset: none), so a stuck query cannot hold a request forever. */
   statementTimeoutMs?: number;
+  /** Streaming replicas for the reads that may use one (DATABASE_READ_URL). */
+  readUrls?: string[];
+  readMaxLagMs?: number;
+  readPollMs?: number;
   /** Who opens the embedded database (written into DATA_DIR's lock file): "server" or a CLI command. */
   lockOwner?: string;
   /** Progress of the embedded database's first open, which takes seconds (initdb in WebAssembly). */
@@ -52,12 +77,7 @@ export interface DatabaseOptions {
 
 export function createDatabase(options: DatabaseOptions): Database {
   return options.databaseUrl
-    ? createPostgres(options.databaseUrl, {
-        poolSize: options.poolSize ?? 10,
-        statementTimeoutMs: options.statementTimeoutMs ?? 0,
-        applicationName: options.applicationName,
-        logger: options.logger,
-      })
+    ? createPostgres(options.databaseUrl, options)
     : createPglite(options.dataDir, options.lockOwner ?? 'server', options.logger);
 }
 
@@ -102,72 +122,123 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return false;
 }
 
-function createPostgres(
-  url: string,
-  opts: {
-    poolSize: number;
-    statementTimeoutMs: number;
-    applicationName?: string;
-    logger?: Pick<Logger, 'warn'>;
-  },
-): Database {
+/** PgBouncer's answer to a startup parameter it does not track (statement_timeout among them). */
+const UNSUPPORTED_STARTUP_PARAMETER = /unsupported startup parameter/i;
+
+/**
+ * Whether `url` refuses statement_timeout as a connection startup parameter, which PgBouncer does (in any pool
+ * mode). One throwaway connection at start-up; a database that cannot be reached at all throws as before.
+ */
+async function refusesStartupTimeout(url: string, statementTimeoutMs: number): Promise<boolean> {
+  const probe = new pg.Client({
+    connectionString: url,
+    statement_timeout: statementTimeoutMs,
+    connectionTimeoutMillis: 5_000,
+  });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    return false;
+  } catch (err) {
+    if (err instanceof Error && UNSUPPORTED_STARTUP_PARAMETER.test(err.message)) return true;
+    throw err;
+  } finally {
+    await probe.end().catch(() => {});
+  }
+}
+
+function createPostgres(url: string, options: DatabaseOptions): Database {
+  const statementTimeoutMs = options.statementTimeoutMs ?? 0;
   const pool = new pg.Pool({
     connectionString: url,
-    max: opts.poolSize,
+    max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5_000,
-    ...(opts.statementTimeoutMs > 0 ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    // Sent at connect, so the bound costs no round trip per query. Taken back at start-up if DATABASE_URL turns out
+    // to be a pooler that refuses it (see migrate()).
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
     // PostgreSQL truncates to 63 bytes itself; cut here so the name stays valid UTF-8.
-    ...(opts.applicationName ? { application_name: opts.applicationName.slice(0, 63) } : {}),
+    ...(options.applicationName ? { application_name: options.applicationName.slice(0, 63) } : {}),
   });
-  // A connection lost while its client is idle in the pool (database restart, pg_terminate_backend) is
-  // reported here; the pool drops that client and opens a new one on demand.
-  pool.on('error', (err) =>
-    opts.logger?.warn({ err: err.message }, 'database connection lost (idle client)'),
-  );
-  // A connection lost while its client is checked out (a transaction between two statements, the migration
-  // session) is emitted on the client itself, which pg-pool leaves without an 'error' listener while it is
-  // checked out: unhandled, that event would end the process. A permanent listener on every client makes it
-  // a failed query instead; the client is marked unusable, so the pool discards it on release.
-  pool.on('connect', (client) => {
-    client.on('error', (err) =>
-      opts.logger?.warn({ err: err.message }, 'database connection lost (client in use)'),
-    );
-  });
+  watchConnections(pool, options.logger);
   const db = drizzlePg(pool, { schema, casing: 'snake_case' }) as unknown as Db;
+  let poolerChecked = statementTimeoutMs === 0;
+  const reads = createReadRouter<Db>({
+    primary: db,
+    wrap: (replicaPool) => drizzlePg(replicaPool, { schema, casing: 'snake_case' }) as unknown as Db,
+    urls: options.readUrls ?? [],
+    poolSize: options.poolSize ?? 10,
+    maxLagMs: options.readMaxLagMs ?? 2_000,
+    pollMs: options.readPollMs ?? 100,
+    statementTimeoutMs,
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+
+  /**
+   * Behind PgBouncer the statement timeout cannot travel as a startup parameter, and a session SET would leak to
+   * whichever client gets that server connection next. The pool's connections (none is open yet: this runs
+   * before the first query) then bound each query client-side instead (`query_timeout`: the request fails at the
+   * bound and the connection is dropped); the server-side cancel is PgBouncer's own `query_timeout` or a role
+   * setting (`ALTER ROLE … SET statement_timeout`), as docs/operations.md says.
+   */
+  const checkPooler = async () => {
+    if (poolerChecked) return;
+    poolerChecked = true;
+    if (!(await refusesStartupTimeout(url, statementTimeoutMs))) return;
+    const poolOptions = pool.options as pg.PoolConfig;
+    delete poolOptions.statement_timeout;
+    poolOptions.query_timeout = statementTimeoutMs;
+    options.logger?.info(
+      { statementTimeoutMs },
+      'DATABASE_URL refuses statement_timeout at connect (a pooler such as PgBouncer): queries are bounded client-side; set the server-side bound in the pooler or on the role (docs/operations.md)',
+    );
+  };
+
   return {
     db,
     kind: 'postgres',
     async migrate() {
-      const client = await pool.connect();
+      await checkPooler();
+      // Its own connection, on the server itself when DATABASE_DIRECT_URL names it. The lock is transaction-level
+      // and the migrations run in that same transaction (drizzle's BEGIN inside it only warns; its COMMIT ends
+      // it and releases the lock), so this also works through a transaction-mode pooler: nothing outlives it.
+      const client = new pg.Client({
+        connectionString: options.directUrl ?? url,
+        connectionTimeoutMillis: 5_000,
+        ...(options.applicationName ? { application_name: options.applicationName.slice(0, 63) } : {}),
+      });
+      client.on('error', () => {});
+      await client.connect();
       try {
-        // Another instance may hold the lock for a long migration, and migrations themselves may be slow: the
-        // per-statement bound is for request traffic, not for this session.
-        await client.query('SET statement_timeout = 0');
-        await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-        try {
-          await migratePg(drizzlePg(client, { schema, casing: 'snake_case' }), {
-            migrationsFolder: MIGRATIONS_FOLDER,
-          });
-        } finally {
-          await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
-        }
+        await client.query('BEGIN');
+        // Another instance may hold the lock for a long migration, and migrations themselves may be slow.
+        await client.query('SET LOCAL statement_timeout = 0');
+        await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+        await migratePg(drizzlePg(client, { schema, casing: 'snake_case' }), {
+          migrationsFolder: MIGRATIONS_FOLDER,
+        });
+        // Normally already committed by the migrator (then this only draws a warning).
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
       } finally {
-        // The pooled client goes back with the pool's own timeout again.
-        await client.query('RESET statement_timeout').catch(() => {});
-        client.release();
+        await client.end().catch(() => {});
       }
     },
     async ping() {
       await db.execute(sql`select 1`);
     },
     waiting: () => pool.waitingCount,
+    poolStats: () => poolStatsOf(pool),
+    reads,
     async close() {
+      await reads.close();
       await pool.end();
     },
   };
 }
 
-function createPglite(dataDir: string, lockOwner: string, logger?: Pick<Logger, 'info'>): Database {
+function createPglite(dataDir: string, lockOwner: string, logger?: Pick<Logger, 'info' | 'warn'>): Database {
   const dir = path.resolve(dataDir, 'pglite');
   // Before opening: a second process on the same directory would silently lose writes (see data-dir-lock.ts).
   const lock = acquireDataDirLock(dataDir, lockOwner);
@@ -185,6 +256,7 @@ function createPglite(dataDir: string, lockOwner: string, logger?: Pick<Logger, 
   return {
     db,
     kind: 'pglite',
+    reads: primaryOnlyRouter(db),
     async migrate() {
       await client.waitReady;
       const startedAt = performance.now();

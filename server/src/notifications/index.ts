@@ -27,7 +27,14 @@ export function registerNotifications(app: FastifyInstance): void {
   const { config, database, store, outbox, realtime, lifecycle, revocation, events } = app.ctx;
   const logger = app.log.child({ feature: 'notifications' });
   const repo = createNotificationRepository(database.db, events);
-  const unread = createUnreadCache({ store, logger, countFromDb: (id) => repo.unreadCount(id) });
+  const reads = database.reads;
+  const unread = createUnreadCache({
+    store,
+    logger,
+    countFromDb: (id) => repo.unreadCount(id),
+    // With replicas, every change records the primary's WAL position for read-your-writes.
+    ...(reads?.enabled ? { writePosition: () => reads.writePosition() } : {}),
+  });
   const delivery = createDelivery(
     [
       sseStrategy(realtime.presence),
@@ -39,6 +46,7 @@ export function registerNotifications(app: FastifyInstance): void {
   const service = createNotificationService({
     repo,
     unread,
+    ...(reads ? { reads } : {}),
     realtime,
     delivery,
     policy: actionUrlPolicy(config.FE_BASE_URL, config.ACTION_ALLOWED_DOMAINS),

@@ -243,7 +243,12 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
   const exec = async <T>(query: SQL) => rowsOf<T>(await db.execute(query));
 
   return {
-    async list(userId: string, q: ListQuery): Promise<{ rows: StoredNotification[]; totalCount: number }> {
+    /** `via`: where to read (a replica chosen by the read router, docs/architecture.md "Read replicas"). */
+    async list(
+      userId: string,
+      q: ListQuery,
+      via: Executor = db,
+    ): Promise<{ rows: StoredNotification[]; totalCount: number }> {
       const where: SQL[] = [sql`user_id = ${userId}`];
       if (q.filter === 'read') where.push(sql`read = true`);
       if (q.filter === 'unread') where.push(sql`read = false`);
@@ -259,29 +264,31 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
       // and pool checkout cost more than the count itself). Both parts use the (user_id, created_at desc, id desc)
       // indexes (the partial one for unread); the count reads only the user's matching index entries. The count
       // row is always there, so a page past the end still reports the total (its page columns are null).
-      const rows = await exec<Partial<NotificationRow> & { total: number }>(
-        sql`select c.total, p.* from (select count(*)::int as total from notification where ${cond}) c
+      const rows = rowsOf<Partial<NotificationRow> & { total: number }>(
+        await via.execute(sql`select c.total, p.* from (select count(*)::int as total from notification where ${cond}) c
             left join lateral (
               select ${COLUMNS} from notification where ${cond}
               order by created_at desc, id desc limit ${q.limit} offset ${offset}
             ) p on true
-            order by p.created_at desc, p.id desc`,
+            order by p.created_at desc, p.id desc`),
       );
       const totalCount = Number(rows[0]?.total ?? 0);
       const page = rows.filter((r): r is NotificationRow & { total: number } => r.id != null);
       return { rows: page.map(toNotification), totalCount };
     },
 
-    async counts(userId: string): Promise<Counts> {
+    async counts(userId: string, via: Executor = db): Promise<Counts> {
       const perType = sql.join(
         NOTIFICATION_TYPES.map((t) => sql`count(*) filter (where type = ${t})::int as ${sql.identifier(t)}`),
         sql`, `,
       );
       // Raw SQL: count(*) filter (…) per status and type in one scan.
-      const [row] = await exec<Record<string, number>>(
-        sql`select count(*)::int as "all", count(*) filter (where read)::int as "read",
-              count(*) filter (where not read)::int as "unread", ${perType}
-            from notification where user_id = ${userId}`,
+      const [row] = rowsOf<Record<string, number>>(
+        await via.execute(
+          sql`select count(*)::int as "all", count(*) filter (where read)::int as "read",
+                count(*) filter (where not read)::int as "unread", ${perType}
+              from notification where user_id = ${userId}`,
+        ),
       );
       const r = row ?? {};
       return {

@@ -3,7 +3,9 @@
 // create notifications through createForUser / createForUsers.
 import { z } from 'zod';
 import { AppError, notFound, validationError } from '../http/errors.js';
+import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
+import type { ReadRouter } from '../infra/read-replicas.js';
 import type { Realtime } from '../realtime/index.js';
 import type { Delivery, DeliveryItem } from './delivery.js';
 import { NotificationErrorCode } from './errors.js';
@@ -62,6 +64,11 @@ export interface BatchResult {
 export interface NotificationServiceDeps {
   repo: NotificationRepository;
   unread: UnreadCache;
+  /**
+   * Where lists and counts are read (a replica that has the user's last change, else the primary); absent: the
+   * primary. The position each read must see comes from `unread` (recorded there by every change).
+   */
+  reads?: ReadRouter<Pick<Db, 'execute'>>;
   realtime: Realtime;
   delivery: Delivery;
   policy: ActionUrlPolicy;
@@ -75,6 +82,17 @@ const byteLength = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
 
 export function createNotificationService(deps: NotificationServiceDeps) {
   const { repo, unread, realtime, logger } = deps;
+  const reads = deps.reads;
+  /** Runs a replica-eligible read of the user's notifications where the router says (primary without one). */
+  const routed = async <T>(
+    userId: string,
+    known: string | null | undefined,
+    run: (via: Pick<Db, 'execute'> | undefined) => Promise<T>,
+  ): Promise<T> => {
+    if (!reads?.enabled) return run(undefined);
+    const position = known === undefined ? await unread.position(userId) : known;
+    return reads.read(position, (db) => run(db));
+  };
 
   // Headroom for the envelope and for the estimate below being per item rather than exact.
   const budget = Math.max(512, Math.floor(deps.maxBusPayloadBytes * 0.9));
@@ -295,8 +313,8 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     await publishUser(userId, events);
   };
 
-  const list = async (userId: string, query: ListQuery): Promise<ListResponse> => {
-    const { rows, totalCount } = await repo.list(userId, query);
+  const list = async (userId: string, query: ListQuery, via?: Pick<Db, 'execute'>): Promise<ListResponse> => {
+    const { rows, totalCount } = await repo.list(userId, query, via);
     const totalPages = Math.ceil(totalCount / query.limit);
     return {
       notifications: rows,
@@ -319,12 +337,16 @@ export function createNotificationService(deps: NotificationServiceDeps) {
      * filter come from the read cache (docs/architecture.md "First-page cache").
      */
     async listJson(userId: string, query: ListQuery): Promise<string> {
-      const load = async () => JSON.stringify(z.encode(ListResponseSchema, await list(userId, query)));
+      // `position` undefined: look it up (uncached pages); the cache passes the one it read with the version.
+      const load = (position?: string | null) =>
+        routed(userId, position, async (via) =>
+          JSON.stringify(z.encode(ListResponseSchema, await list(userId, query, via))),
+        );
       const signature = cachedPageSignature(query);
       return signature === null ? load() : unread.page(userId, signature, load);
     },
 
-    counts: (userId: string): Promise<Counts> => repo.counts(userId),
+    counts: (userId: string): Promise<Counts> => routed(userId, undefined, (via) => repo.counts(userId, via)),
 
     unreadCount: (userId: string): Promise<number> => unread.get(userId),
 

@@ -2,6 +2,7 @@
 // versioned invalidation (design: docs/architecture.md "Unread count cache" and "First-page cache").
 import { BoundedMap } from '../infra/bounded-map.js';
 import type { Logger } from '../infra/logger.js';
+import { PRIMARY_ONLY, type WalPosition } from '../infra/read-replicas.js';
 import type { Store, StoreClient } from '../infra/store.js';
 
 export interface UnreadCache {
@@ -12,8 +13,22 @@ export interface UnreadCache {
    * else from `load` (then cached for the next reader unless a change came in between). Never stale after
    * invalidate() returned.
    */
-  page(userId: string, signature: string, load: () => Promise<string>): Promise<string>;
-  /** Call after the transaction that changed these users' notifications (any change) has committed. */
+  page(
+    userId: string,
+    signature: string,
+    load: (position: WalPosition | null) => Promise<string>,
+  ): Promise<string>;
+  /**
+   * The WAL position a read of the user's notifications must see (read replicas, docs/architecture.md "Read
+   * replicas"): the primary's position after the user's last change, recorded by invalidate(); null when none is
+   * recorded; PRIMARY_ONLY when it cannot be known (store unreachable, a bump still pending).
+   */
+  position(userId: string): Promise<WalPosition | null>;
+  /**
+   * Call after the transaction that changed these users' notifications (any change) has committed. With read
+   * replicas, also records the primary's WAL position (read now, so at or after that commit) with each user's
+   * version, in the same script call.
+   */
   invalidate(userIds: string[]): Promise<void>;
   close(): void;
 }
@@ -55,6 +70,31 @@ if redis.call('HSETNX', KEYS[1], 'v', t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
 end
 return redis.call('HGET', KEYS[1], 'v')`;
 
+// Read replicas: ARGV[2] is the WAL position of the change ('' without replicas), kept in field `l` when it is newer
+// than the one there (fixed-width hex compares as a string). The PRIMARY_ONLY sentinel (position unknown) wins over
+// any position and shortens the key's life to ARGV[3]: once the key is gone, every replica within the lag bound has
+// replayed the change, and a fresh version from the clock keeps older cached pages unusable.
+const BUMP_WITH_POSITION = `
+local t = redis.call('TIME')
+local base = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+local p = ARGV[2]
+local sentinel = '${PRIMARY_ONLY}'
+for _, key in ipairs(KEYS) do
+  redis.call('HSETNX', key, 'v', base)
+  redis.call('HINCRBY', key, 'v', 1)
+  redis.call('HDEL', key, 'c')
+  local ttl = ARGV[1]
+  if p ~= '' then
+    local cur = redis.call('HGET', key, 'l')
+    if p == sentinel or (not cur) or cur == sentinel or cur < p then
+      redis.call('HSET', key, 'l', p)
+    end
+    if redis.call('HGET', key, 'l') == sentinel then ttl = ARGV[3] end
+  end
+  redis.call('PEXPIRE', key, ttl)
+end
+return #KEYS`;
+
 // Keys per script call: bounded so one call never blocks Redis for long.
 const BUMP_CHUNK = 1_000;
 
@@ -63,6 +103,8 @@ const BUMP_CHUNK = 1_000;
 const PAGE_TTL_MS = 2 * 60 * 1000;
 /** Pages kept by the in-process variant (no shared store). */
 const LOCAL_PAGES = 10_000;
+/** Life of a user's cache key whose change position is unknown (PRIMARY_ONLY): beyond any replica lag bound. */
+const UNKNOWN_POSITION_TTL_MS = 65_000;
 
 /**
  * A cached page is stored as `<version>|<signature>|<json>`: it is served only while the user's version is still
@@ -79,30 +121,28 @@ function pageHit(entry: string | null | undefined, version: string, signature: s
   return entry.startsWith(head) ? entry.slice(head.length) : null;
 }
 
-export function createUnreadCache(deps: {
+export interface UnreadCacheDeps {
   store: Store;
   logger: Logger;
   countFromDb: (userId: string) => Promise<number>;
-}): UnreadCache {
+  /** The primary's WAL position after a commit (ReadRouter.writePosition); absent or null: no replicas. */
+  writePosition?: () => Promise<WalPosition | null>;
+}
+
+export function createUnreadCache(deps: UnreadCacheDeps): UnreadCache {
   const redis = deps.store.redis?.data;
   return redis
-    ? createRedisUnreadCache(
-        redis,
-        deps.store.redis?.cluster === true,
-        deps.store.prefix,
-        deps.logger,
-        deps.countFromDb,
-      )
-    : createLocalUnreadCache(deps.countFromDb);
+    ? createRedisUnreadCache(redis, deps.store.redis?.cluster === true, deps.store.prefix, deps)
+    : createLocalUnreadCache(deps);
 }
 
 function createRedisUnreadCache(
   redis: StoreClient,
   cluster: boolean,
   prefix: string,
-  logger: Logger,
-  countFromDb: (userId: string) => Promise<number>,
+  deps: UnreadCacheDeps,
 ): UnreadCache {
+  const { logger, countFromDb } = deps;
   // One key per user: on a cluster the counters spread over every shard by their own name, no hash tag needed (and
   // the name stays the same for a rolling upgrade). A batch bump is one multi-key script on one Redis, one
   // single-key script per user on a cluster (keys of different users live in different slots).
@@ -115,13 +155,17 @@ function createRedisUnreadCache(
   const pending = new Set<string>();
   let retryTimer: NodeJS.Timeout | undefined;
 
-  const bump = async (userIds: string[]) => {
+  const bump = async (userIds: string[], position: WalPosition | null) => {
+    // Without replicas the script stays the one it always was (no position field, no extra work per key).
+    const script = position === null ? BUMP : BUMP_WITH_POSITION;
+    const args =
+      position === null
+        ? [String(KEY_TTL_MS)]
+        : [String(KEY_TTL_MS), position, String(UNKNOWN_POSITION_TTL_MS)];
     if (cluster) {
       // One script per user, all sent before the first reply (ioredis writes them back to back): a multi-key script
       // or a pipeline would be refused by a cluster as soon as two users hash to different slots.
-      const results = await Promise.allSettled(
-        userIds.map((id) => redis.eval(BUMP, 1, key(id), String(KEY_TTL_MS))),
-      );
+      const results = await Promise.allSettled(userIds.map((id) => redis.eval(script, 1, key(id), ...args)));
       const failed = userIds.filter((_, i) => results[i]?.status === 'rejected');
       if (failed.length > 0) throw new Error(`unread cache bump failed for ${failed.length} users`);
       return;
@@ -129,7 +173,7 @@ function createRedisUnreadCache(
     const pipeline = redis.pipeline();
     for (let i = 0; i < userIds.length; i += BUMP_CHUNK) {
       const keys = userIds.slice(i, i + BUMP_CHUNK).map(key);
-      pipeline.eval(BUMP, keys.length, ...keys, String(KEY_TTL_MS));
+      pipeline.eval(script, keys.length, ...keys, ...args);
     }
     const results = (await pipeline.exec()) ?? [];
     const failed = results.filter((r) => r[0]).length;
@@ -142,7 +186,8 @@ function createRedisUnreadCache(
       retryTimer = undefined;
       const ids = [...pending];
       if (ids.length === 0) return;
-      bump(ids).then(
+      // The position of the original change is lost: PRIMARY_ONLY (if replicas are on) is the safe one.
+      bump(ids, deps.writePosition ? PRIMARY_ONLY : null).then(
         () => {
           for (const id of ids) pending.delete(id);
         },
@@ -172,11 +217,17 @@ function createRedisUnreadCache(
       return count;
     },
     async page(userId, signature, load) {
-      if (pending.has(userId)) return load();
+      if (pending.has(userId)) return load(PRIMARY_ONLY);
       let version: string;
+      let position: WalPosition | null;
       try {
-        // Sent together (auto-pipelined, in this order): one round trip.
-        const [[v], entry] = await Promise.all([redis.hmget(key(userId), 'v'), redis.get(pageKey(userId))]);
+        // Sent together (auto-pipelined, in this order): one round trip. The position comes with the version, so a
+        // page loaded from a replica that has replayed it is at least as new as that version.
+        const [[v, l], entry] = await Promise.all([
+          redis.hmget(key(userId), 'v', 'l'),
+          redis.get(pageKey(userId)),
+        ]);
+        position = l ?? null;
         if (v === null || v === undefined) {
           version = String(await redis.eval(INIT_VERSION, 1, key(userId), String(KEY_TTL_MS)));
         } else {
@@ -185,9 +236,9 @@ function createRedisUnreadCache(
           if (hit !== null) return hit;
         }
       } catch {
-        return load();
+        return load(PRIMARY_ONLY);
       }
-      const json = await load();
+      const json = await load(position);
       try {
         await redis.set(pageKey(userId), pageEntry(version, signature, json), 'PX', PAGE_TTL_MS);
       } catch {
@@ -195,10 +246,20 @@ function createRedisUnreadCache(
       }
       return json;
     },
+    async position(userId) {
+      if (pending.has(userId)) return PRIMARY_ONLY;
+      try {
+        const [l] = await redis.hmget(key(userId), 'l');
+        return l ?? null;
+      } catch {
+        return PRIMARY_ONLY;
+      }
+    },
     async invalidate(userIds) {
       if (userIds.length === 0) return;
+      const position = deps.writePosition ? await deps.writePosition() : null;
       try {
-        await bump(userIds);
+        await bump(userIds, position);
       } catch (err) {
         logger.warn({ err, users: userIds.length }, 'unread cache invalidation failed; retrying');
         for (const id of userIds) pending.add(id);
@@ -212,8 +273,10 @@ function createRedisUnreadCache(
 }
 
 /** In-process store (single instance): the same versioning, made atomic by the single thread. */
-function createLocalUnreadCache(countFromDb: (userId: string) => Promise<number>): UnreadCache {
-  const entries = new Map<string, { v: number; c?: number }>();
+function createLocalUnreadCache(deps: UnreadCacheDeps): UnreadCache {
+  const { countFromDb } = deps;
+  // `l`: the WAL position of the user's last change (read replicas), as in the store's hash.
+  const entries = new Map<string, { v: number; c?: number; l?: WalPosition }>();
   // Pages are large next to a count: at most LOCAL_PAGES are kept, the oldest written dropped first.
   const pages = new BoundedMap<string>(LOCAL_PAGES);
   return {
@@ -231,14 +294,21 @@ function createLocalUnreadCache(countFromDb: (userId: string) => Promise<number>
       const version = entry?.v ?? 0;
       const hit = pageHit(pages.get(userId), String(version), signature);
       if (hit !== null) return hit;
-      const json = await load();
+      const json = await load(entry?.l ?? null);
       if ((entries.get(userId)?.v ?? 0) === version)
         pages.set(userId, pageEntry(String(version), signature, json));
       return json;
     },
+    async position(userId) {
+      return entries.get(userId)?.l ?? null;
+    },
     async invalidate(userIds) {
+      const position = deps.writePosition ? await deps.writePosition() : null;
       for (const id of userIds) {
-        entries.set(id, { v: (entries.get(id)?.v ?? 0) + 1 });
+        const before = entries.get(id);
+        const newer = !before?.l || before.l === PRIMARY_ONLY || (position !== null && before.l < position);
+        const l = position !== null && newer ? position : before?.l;
+        entries.set(id, { v: (before?.v ?? 0) + 1, ...(l ? { l } : {}) });
         pages.delete(id);
       }
     },

@@ -12,6 +12,7 @@ import type { SessionResolver } from '../auth/guard.js';
 import type { Config } from '../config.js';
 import { forbidden, unauthorized } from '../http/errors.js';
 import { ErrorSchema } from '../http/schemas.js';
+import type { Database } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
 // Type-only: declares app.notificationStreams (a decorator) for any program that compiles this file alone.
@@ -30,6 +31,7 @@ export interface MetricsSources {
   outbox: Pick<EmailOutbox, 'stats'>;
   webhooks: { worker: Pick<Webhooks['worker'], 'stats'> };
   sessions: Pick<SessionResolver, 'fromHeaders'>;
+  database: Pick<Database, 'poolStats' | 'reads'>;
 }
 
 const InstanceSchema = z.object({
@@ -90,6 +92,39 @@ export const MetricsSchema = z
       })
       .optional()
       .describe('durable webhook queue (absent when the database could not be read)'),
+    database: z
+      .object({
+        pools: z
+          .array(
+            z.object({
+              pool: z.string().describe('`primary`, or `replica:<host:port>`'),
+              total: z.number().int().describe('connections open'),
+              idle: z.number().int().describe('connections open and unused'),
+              waiting: z.number().int().describe('queries waiting for a connection'),
+            }),
+          )
+          .describe('this instance’s PostgreSQL pools (none on the embedded database)'),
+        reads: z
+          .object({
+            primary: z.number().int(),
+            replica: z.number().int(),
+            fallbacks: z
+              .number()
+              .int()
+              .describe('reads that failed on a replica and were answered by the primary'),
+          })
+          .describe('replica-eligible reads (notification lists and counts) by where they ran, since start'),
+        replicas: z.array(
+          z.object({
+            name: z.string(),
+            up: z.boolean(),
+            eligible: z.boolean().describe('serving reads now: up and within DATABASE_READ_MAX_LAG_MS'),
+            lagMs: z.number().nullable().describe('behind the primary, in ms (null while down or unknown)'),
+          }),
+        ),
+      })
+      .optional()
+      .describe('PostgreSQL pools and read replicas (docs/operations.md, "PostgreSQL past one server")'),
   })
   .meta({
     example: {
@@ -184,6 +219,20 @@ export async function collectMetrics(ctx: MetricsSources): Promise<MetricsReport
     return undefined;
   });
   const instances: InstanceRecord[] = await realtime.instances();
+  const primaryPool = ctx.database.poolStats?.();
+  const reads = ctx.database.reads?.stats();
+  const database = {
+    pools: [
+      ...(primaryPool ? [{ pool: 'primary', ...primaryPool }] : []),
+      ...(reads?.replicas ?? []).map((r) => ({ pool: `replica:${r.name}`, ...r.pool })),
+    ],
+    reads: {
+      primary: reads?.reads.primary ?? 0,
+      replica: reads?.reads.replica ?? 0,
+      fallbacks: reads?.fallbacks ?? 0,
+    },
+    replicas: (reads?.replicas ?? []).map(({ name, up, eligible, lagMs }) => ({ name, up, eligible, lagMs })),
+  };
   return {
     timestamp: now,
     instanceId: config.INSTANCE_ID,
@@ -207,6 +256,7 @@ export async function collectMetrics(ctx: MetricsSources): Promise<MetricsReport
     },
     email,
     webhooks,
+    database,
   };
 }
 

@@ -118,7 +118,36 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
       'herald_webhook_queue_delivered',
       'Webhook deliveries answered with a 2xx (last 7 days), cluster-wide.',
     ),
+    dbPool: gauge(
+      'herald_db_pool_connections',
+      'PostgreSQL pool connections of this instance by pool (primary, replica:<host:port>) and state (total, idle, waiting = queries queued for one).',
+      ['pool', 'state'],
+    ),
+    replicaUp: gauge('herald_db_replica_up', '1 while the read replica answers its position polls.', [
+      'replica',
+    ]),
+    replicaEligible: gauge(
+      'herald_db_replica_serving',
+      '1 while the read replica serves reads (up and within DATABASE_READ_MAX_LAG_MS).',
+      ['replica'],
+    ),
+    replicaLag: gauge(
+      'herald_db_replica_lag_seconds',
+      'How far the read replica is behind the primary (NaN while unknown).',
+      ['replica'],
+    ),
   };
+  const dbReads = new Counter({
+    name: 'herald_db_reads_total',
+    help: 'Replica-eligible reads (notification lists and counts) by where they ran: primary or replica.',
+    labelNames: ['target'] as const,
+    registers,
+  });
+  const dbReadFallbacks = new Counter({
+    name: 'herald_db_replica_fallbacks_total',
+    help: 'Reads that failed on a replica and were answered by the primary.',
+    registers,
+  });
   const c = {
     published: counter('herald_pubsub_messages_published_total', 'Bus messages published.'),
     received: counter('herald_pubsub_messages_received_total', 'Bus messages received from other instances.'),
@@ -186,6 +215,26 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
       g.webhookFailed.set(report.webhooks?.failed ?? Number.NaN);
       g.webhookDelivered.set(report.webhooks?.delivered ?? Number.NaN);
       if (report.webhooks) mirror(c.webhookAttemptFailures, report.webhooks.attemptFailures);
+      g.dbPool.reset();
+      g.replicaUp.reset();
+      g.replicaEligible.reset();
+      g.replicaLag.reset();
+      dbReads.reset();
+      if (report.database) {
+        for (const p of report.database.pools) {
+          g.dbPool.set({ pool: p.pool, state: 'total' }, p.total);
+          g.dbPool.set({ pool: p.pool, state: 'idle' }, p.idle);
+          g.dbPool.set({ pool: p.pool, state: 'waiting' }, p.waiting);
+        }
+        dbReads.inc({ target: 'primary' }, report.database.reads.primary);
+        dbReads.inc({ target: 'replica' }, report.database.reads.replica);
+        mirror(dbReadFallbacks, report.database.reads.fallbacks);
+        for (const r of report.database.replicas) {
+          g.replicaUp.set({ replica: r.name }, Number(r.up));
+          g.replicaEligible.set({ replica: r.name }, Number(r.eligible));
+          g.replicaLag.set({ replica: r.name }, r.lagMs === null ? Number.NaN : r.lagMs / 1000);
+        }
+      }
       return registry.metrics();
     },
   };

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDatabase, MIGRATIONS_FOLDER } from '../../src/infra/db.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { PGBOUNCER_BIN, PGBOUNCER_MODE, startPgBouncer } from '../helpers/pgbouncer.js';
 
 const SERVER_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const migrationFiles = readdirSync(MIGRATIONS_FOLDER).filter((f) => f.endsWith('.sql'));
@@ -29,20 +30,38 @@ describe('migrations', () => {
   const dbs: TestDatabase[] = [];
   afterAll(() => Promise.all(dbs.map((d) => d.drop())));
 
-  it('three concurrent migrators on one fresh database all succeed', async () => {
+  const concurrentMigrators = async (through: 'server' | 'pgbouncer', direct: boolean) => {
     const target = await createTestDatabase();
     dbs.push(target);
+    const bouncer = through === 'pgbouncer' ? await startPgBouncer({ poolSize: 2 }) : undefined;
     const databases = [1, 2, 3].map(() =>
-      createDatabase({ databaseUrl: target.url, dataDir: '/tmp/unused', poolSize: 2 }),
+      createDatabase({
+        databaseUrl: bouncer ? bouncer.urlFor(target.url) : target.url,
+        ...(bouncer && direct ? { directUrl: target.url } : {}),
+        dataDir: '/tmp/unused',
+        poolSize: 2,
+        statementTimeoutMs: 10_000,
+      }),
     );
     try {
       const results = await Promise.allSettled(databases.map((d) => d.migrate()));
       expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
     } finally {
       await Promise.all(databases.map((d) => d.close()));
+      await bouncer?.close();
     }
     expect(await appliedMigrations(target.url)).toBe(migrationFiles.length);
-  });
+  };
+
+  it('three concurrent migrators on one fresh database all succeed', () =>
+    concurrentMigrators(PGBOUNCER_MODE ? 'pgbouncer' : 'server', true));
+
+  // The lock is transaction-level and the migrations run inside that transaction: a transaction-mode pooler cannot
+  // hand the lock's session to someone else, so DATABASE_DIRECT_URL is optional.
+  it.skipIf(!PGBOUNCER_BIN)(
+    'three concurrent migrators through PgBouncer (transaction pooling, no direct URL) all succeed',
+    () => concurrentMigrators('pgbouncer', false),
+  );
 
   it('npm run db:migrate (cli migrate) applies migrations and is idempotent', async () => {
     const target = await createTestDatabase();

@@ -4,6 +4,7 @@ import { type App, type BuildOptions, buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { TEST_AUTH_SECRET, TEST_REDIS_URL } from './env.js';
+import { PGBOUNCER_MODE, startPgBouncer } from './pgbouncer.js';
 import { startSmtp, type TestSmtp } from './smtp.js';
 
 export interface TestEnv {
@@ -24,10 +25,13 @@ export const TEST_ORIGIN = 'http://localhost:3000';
 export async function createTestEnv(env: Record<string, string> = {}): Promise<TestEnv> {
   const [db, smtp] = await Promise.all([createTestDatabase(), startSmtp()]);
   const prefix = `t:${randomBytes(5).toString('hex')}:`;
+  // HERALD_TEST_PGBOUNCER=1: every app reaches its database through a private PgBouncer (transaction mode).
+  const bouncer = PGBOUNCER_MODE ? await startPgBouncer() : undefined;
   const baseEnv: Record<string, string> = {
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    DATABASE_URL: db.url,
+    DATABASE_URL: bouncer ? bouncer.urlFor(db.url) : db.url,
+    ...(bouncer ? { DATABASE_DIRECT_URL: db.url } : {}),
     CACHE_URL: TEST_REDIS_URL,
     CACHE_KEY_PREFIX: prefix,
     AUTH_SECRET: TEST_AUTH_SECRET,
@@ -58,6 +62,7 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     async close() {
       await Promise.allSettled(apps.map((a) => a.close()));
       await smtp.close();
+      await bouncer?.close();
       await db.drop();
     },
   };

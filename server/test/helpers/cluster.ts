@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { TEST_AUTH_SECRET, TEST_REDIS_URL } from './env.js';
+import { PGBOUNCER_MODE, startPgBouncer, type TestPgBouncer } from './pgbouncer.js';
 import { startRedisCluster, type TestRedisCluster } from './redis-cluster.js';
 import { freePort, startRedisServer, type TestRedis, trackChild } from './redis-server.js';
 import { startSmtp, type TestSmtp, tokenFrom } from './smtp.js';
@@ -52,6 +53,13 @@ export interface ClusterOptions {
   redis?: 'private' | 'shared' | 'cluster';
   /** Health status to wait for at start (default 'ok'). */
   waitFor?: 'ok' | 'degraded';
+  /**
+   * Put a private PgBouncer (transaction mode) between the instances and the database: DATABASE_URL through it,
+   * DATABASE_DIRECT_URL to the server. Default: HERALD_TEST_PGBOUNCER=1.
+   */
+  pgbouncer?: boolean;
+  /** A database made elsewhere (e.g. on a private primary with a replica) instead of a fresh one on the test server. */
+  database?: TestDatabase;
 }
 
 export interface HealthBody {
@@ -75,6 +83,8 @@ export interface TestCluster {
   redisCluster: TestRedisCluster | null;
   redisUrl: string;
   prefix: string;
+  /** The PgBouncer in front of the database (null unless the pgbouncer option or HERALD_TEST_PGBOUNCER). */
+  pgbouncer: TestPgBouncer | null;
   url(index: number): string;
   port(index: number): number;
   instanceId(index: number): string;
@@ -117,11 +127,12 @@ function delay(ms: number): Promise<void> {
 
 export async function startCluster(options: ClusterOptions = {}): Promise<TestCluster> {
   const size = options.instances ?? 2;
-  const [db, smtp] = await Promise.all([createTestDatabase(), startSmtp()]);
+  const [db, smtp] = await Promise.all([options.database ?? createTestDatabase(), startSmtp()]);
   const mode = options.redis ?? (process.env.HERALD_TEST_CACHE === 'cluster' ? 'cluster' : 'private');
   const redisCluster = mode === 'cluster' ? await startRedisCluster() : null;
   const redis = mode === 'shared' ? undefined : (redisCluster ?? (await startRedisServer()));
   const redisUrl = redis?.url ?? TEST_REDIS_URL;
+  const pgbouncer = (options.pgbouncer ?? PGBOUNCER_MODE) ? await startPgBouncer() : null;
   const prefix = `c:${randomBytes(5).toString('hex')}:`;
   const runId = randomBytes(3).toString('hex');
   const instances: Instance[] = [];
@@ -139,7 +150,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         HOST: '127.0.0.1',
         PORT: String(port),
         INSTANCE_ID: id,
-        DATABASE_URL: db.url,
+        DATABASE_URL: pgbouncer ? pgbouncer.urlFor(db.url) : db.url,
+        ...(pgbouncer ? { DATABASE_DIRECT_URL: db.url } : {}),
         CACHE_URL: redisUrl,
         CACHE_CLUSTER: redisCluster ? 'true' : 'false',
         CACHE_KEY_PREFIX: prefix,
@@ -235,6 +247,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     redisCluster,
     redisUrl,
     prefix,
+    pgbouncer,
     url: (index) => `http://127.0.0.1:${inst(index).port}`,
     port: (index) => inst(index).port,
     instanceId: (index) => inst(index).id,
@@ -300,6 +313,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       );
       await redis?.close();
       await smtp.close();
+      await pgbouncer?.close();
       await db.drop();
     },
   };

@@ -63,6 +63,7 @@ describe('GET /metrics', () => {
         'bus',
         'chat',
         'cluster',
+        'database',
         'distributedMode',
         'email',
         'instanceId',
@@ -71,6 +72,16 @@ describe('GET /metrics', () => {
         'webhooks',
       ].sort(),
     );
+    // PostgreSQL pools and replica reads (issue 28): one primary pool in use, no replicas configured.
+    const database = body.database as {
+      pools: Array<{ pool: string; total: number }>;
+      reads: Record<string, number>;
+      replicas: unknown[];
+    };
+    expect(database.pools.map((p) => p.pool)).toEqual(['primary']);
+    expect(database.pools[0]?.total).toBeGreaterThan(0);
+    expect(database.reads).toMatchObject({ replica: 0, fallbacks: 0 });
+    expect(database.replicas).toEqual([]);
     // The admin's verification email went through the durable queue.
     expect(body.email).toMatchObject({ pending: 0, failed: 0, attemptFailures: 0 });
     expect((body.email as { sent: number }).sent).toBeGreaterThanOrEqual(1);

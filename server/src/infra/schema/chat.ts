@@ -20,7 +20,8 @@ export const chatMessage = pgTable(
     editedAt: tz('edited_at'),
   },
   (t) => [
-    index('chat_message_created_idx').on(t.createdAt.desc(), t.seq.desc()),
+    // History orders by `created_at desc, seq desc` (NULLS FIRST): the index says the same so it can serve it.
+    index('chat_message_created_desc_idx').on(t.createdAt.desc().nullsFirst(), t.seq.desc().nullsFirst()),
     index('chat_message_seq_idx').on(t.seq),
     index('chat_message_user_idx').on(t.userId),
     uniqueIndex('chat_message_client_id_uq').on(t.userId, t.clientMessageId),

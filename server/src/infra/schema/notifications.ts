@@ -39,11 +39,26 @@ export const notification = pgTable(
     uniqueIndex('notification_user_source_key_idx')
       .on(t.userId, t.sourceKey)
       .where(sql`${t.sourceKey} is not null`),
-    index('notification_user_created_idx').on(t.userId, t.createdAt.desc(), t.id.desc()),
-    index('notification_user_unread_idx')
-      .on(t.userId, t.createdAt.desc(), t.id.desc())
+    // The list orders by `created_at desc, id desc`, which PostgreSQL reads as NULLS FIRST: the indexes must say
+    // the same (drizzle's bare .desc() emits NULLS LAST, an order the planner cannot use for that ORDER BY even on
+    // NOT NULL columns), or a page turns into a scan of the global created_at index plus a sort.
+    index('notification_user_created_desc_idx').on(
+      t.userId,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
+    index('notification_user_unread_desc_idx')
+      .on(t.userId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())
       .where(sql`${t.read} = false`),
-    index('notification_user_type_created_idx').on(t.userId, t.type, t.createdAt.desc()),
+    // Serves the type-filtered list in order and, with `read` as a trailing column (drizzle has no INCLUDE), lets
+    // GET /notification/counts count a user's rows by type and status from this index alone.
+    index('notification_user_type_created_desc_idx').on(
+      t.userId,
+      t.type,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+      t.read,
+    ),
     index('notification_created_idx').on(t.createdAt),
     // Trigram indexes keep ILIKE '%term%' search fast with thousands of rows per user.
     index('notification_title_trgm_idx').using('gin', sql`${t.title} gin_trgm_ops`),

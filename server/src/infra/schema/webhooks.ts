@@ -71,7 +71,12 @@ export const webhookDelivery = pgTable(
     index('webhook_delivery_due_idx')
       .on(t.endpointId, t.nextAttemptAt, t.id)
       .where(sql`${t.status} = 'pending'`),
-    index('webhook_delivery_endpoint_created_idx').on(t.endpointId, t.createdAt.desc(), t.id.desc()),
+    // Same order as the delivery list's `created_at desc, id desc` (NULLS FIRST), so the index can serve it.
+    index('webhook_delivery_endpoint_created_desc_idx').on(
+      t.endpointId,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
     index('webhook_delivery_finished_created_idx').on(t.createdAt).where(sql`${t.status} <> 'pending'`),
   ],
 );

@@ -1,0 +1,291 @@
+// PostgreSQL past one server (issue 28) and the list indexes (issue 27), on production-sized tables:
+//   index  — uncached GET /notification/list?page=2 and /notification/counts on a N-row table (default 500,000 rows
+//            over 5,000 users), with the old DESC NULLS LAST indexes and with the current ones.
+//   replica — the same reads with DATABASE_READ_URL on a private primary + streaming replica (helpers/pg-replica.ts)
+//            vs primary only: req/s and the CPU seconds each server spent (the machine is shared, so the ratio and the
+//            split are the result, not the absolute figure); and the read-your-writes check alone (store HMGET +
+//            replica choice) per request.
+//   pool   — PostgreSQL server connections used by 3 instances under load, direct and through PgBouncer.
+// Requests go through app.inject (routing, session, handler, serialisation; no socket), 20 in flight.
+// Usage: npx tsx bench/db-scale.ts [--only index|replica|pool] [--rows 500000] [--seconds 8]
+import { readdirSync, readFileSync } from 'node:fs';
+import {
+  createTestEnv,
+  createVerifiedUser,
+  jsonHeaders,
+  startPgBouncer,
+  startReplicaPair,
+  type TestEnv,
+  type TestUser,
+} from '@herald/server/testkit';
+import { sql } from 'drizzle-orm';
+import pg from 'pg';
+import type { App } from '../server/src/app.js';
+import { numberArg, percentile, printTable, stringArg } from './_lib.js';
+
+const ROWS = numberArg('rows', 500_000);
+const SECONDS = numberArg('seconds', 8);
+const ONLY = stringArg('only', '');
+const CONCURRENCY = 20;
+const USERS = 5_000;
+
+async function seed(url: string, me: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(
+      `insert into "user" (id, name, email, email_verified) select 'b' || g, 'b' || g, 'b' || g || '@example.test', true
+       from generate_series(1, ${USERS}) g`,
+    );
+    // Interleaved over every user, as real traffic is; the measured user gets 1,000 of their own among them.
+    await c.query(
+      `insert into notification (user_id, type, title, content, read, created_at, updated_at)
+       select case when g % ${Math.floor(ROWS / 1000)} = 0 then $1 else 'b' || (1 + g % ${USERS}) end,
+              (array['info','success','warning','error','system'])[1 + g % 5],
+              'Notification ' || g, 'Body of notification ' || g || ': ' || md5(g::text), g % 3 = 0,
+              now() - g * interval '1 second', now() - g * interval '1 second'
+       from generate_series(1, ${ROWS}) g`,
+      [me],
+    );
+    await c.query('vacuum analyze notification');
+  } finally {
+    await c.end();
+  }
+}
+
+async function load(app: App, user: TestUser, url: string): Promise<{ rps: number; p99: number }> {
+  const latencies: number[] = [];
+  const end = Date.now() + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (Date.now() < end) {
+        const t = performance.now();
+        const res = await app.inject({ method: 'GET', url, headers: jsonHeaders(user.cookie) });
+        if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  return {
+    rps: Math.round(latencies.length / SECONDS),
+    p99: Math.round(percentile(latencies, 99) * 10) / 10,
+  };
+}
+
+const OLD_INDEXES = `
+  drop index if exists notification_user_created_desc_idx; drop index if exists notification_user_unread_desc_idx;
+  drop index if exists notification_user_type_created_desc_idx;
+  create index notification_user_created_idx on notification (user_id, created_at desc nulls last, id desc nulls last);
+  create index notification_user_unread_idx on notification (user_id, created_at desc nulls last, id desc nulls last) where read = false;
+  create index notification_user_type_created_idx on notification (user_id, type, created_at desc nulls last);
+  analyze notification;`;
+const NEW_INDEXES = `
+  drop index if exists notification_user_created_idx; drop index if exists notification_user_unread_idx;
+  drop index if exists notification_user_type_created_idx;
+  create index notification_user_created_desc_idx on notification (user_id, created_at desc, id desc);
+  create index notification_user_unread_desc_idx on notification (user_id, created_at desc, id desc) where read = false;
+  create index notification_user_type_created_desc_idx on notification (user_id, type, created_at desc, id desc, read);
+  analyze notification;`;
+
+async function sqlOn(url: string, text: string) {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(text);
+  } finally {
+    await c.end();
+  }
+}
+
+const paths = ['/notification/list?page=2&limit=20', '/notification/counts'];
+
+async function indexBench(): Promise<void> {
+  const env = await createTestEnv({ DATABASE_STATEMENT_TIMEOUT_MS: '0' });
+  try {
+    const app = await env.app();
+    const user = await createVerifiedUser(app, env.smtp);
+    await seed(env.db.url, user.id);
+    const rows: Array<Array<string | number>> = [];
+    for (const [label, ddl] of [
+      ['DESC NULLS LAST (before)', OLD_INDEXES],
+      ['DESC = NULLS FIRST (after)', NEW_INDEXES],
+    ] as const) {
+      await sqlOn(env.db.url, ddl);
+      for (const url of paths) {
+        await load(app, user, url); // warm-up round, not counted
+        const r = await load(app, user, url);
+        rows.push([label, url, r.rps, r.p99]);
+      }
+    }
+    table(
+      `uncached reads, ${ROWS.toLocaleString('en')} rows / ${USERS} users, ${CONCURRENCY} in flight`,
+      ['indexes', 'path', 'req/s', 'p99 ms'],
+      rows,
+    );
+  } finally {
+    await env.close();
+  }
+}
+
+/** CPU seconds (user + system) of a PostgreSQL server: its postmaster and every backend it forked. */
+function table(title: string, headers: string[], rows: Array<Array<string | number>>): void {
+  printTable(
+    rows.map((r) => Object.fromEntries(headers.map((h, i) => [h, r[i]]))),
+    title,
+  );
+}
+
+function serverCpuSeconds(postmasterPid: number): number {
+  const hz = 100;
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ppid = Number(fields[1]);
+      if (Number(entry) !== postmasterPid && ppid !== postmasterPid) continue;
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+  return ticks / hz;
+}
+
+async function replicaBench(): Promise<void> {
+  const pair = await startReplicaPair();
+  const env: TestEnv = await createTestEnv();
+  try {
+    await pair.primarySql('create database herald');
+    const base = {
+      DATABASE_URL: pair.primaryUrl('herald'),
+      DATABASE_DIRECT_URL: '',
+      DATABASE_STATEMENT_TIMEOUT_MS: '0',
+    };
+    const primaryOnly = await env.app(base);
+    const user = await createVerifiedUser(primaryOnly, env.smtp);
+    await seed(pair.primaryUrl('herald'), user.id);
+    await pair.caughtUp(120_000);
+    const withReplica = await env.app({ ...base, DATABASE_READ_URL: pair.replicaUrl('herald') });
+    const pmPid = (dir: 'primary' | 'replica') =>
+      Number(readFileSync(`${pair.dataDir}/${dir}/postmaster.pid`, 'utf8').split('\n')[0]);
+    const rows: Array<Array<string | number>> = [];
+    for (const [label, app] of [
+      ['primary only', primaryOnly],
+      ['one replica', withReplica],
+    ] as const) {
+      for (const url of paths) {
+        await load(app, user, url);
+        const cpu0 = [serverCpuSeconds(pmPid('primary')), serverCpuSeconds(pmPid('replica'))];
+        const r = await load(app, user, url);
+        const cpu1 = [serverCpuSeconds(pmPid('primary')), serverCpuSeconds(pmPid('replica'))];
+        rows.push([
+          label,
+          url,
+          r.rps,
+          r.p99,
+          Math.round(((cpu1[0] ?? 0) - (cpu0[0] ?? 0)) * 10) / 10,
+          Math.round(((cpu1[1] ?? 0) - (cpu0[1] ?? 0)) * 10) / 10,
+        ]);
+      }
+    }
+    table(
+      `reads on a replica (${ROWS.toLocaleString('en')} rows)`,
+      ['reads', 'path', 'req/s', 'p99 ms', 'primary CPU s', 'replica CPU s'],
+      rows,
+    );
+    // The read-your-writes check alone: the store lookup of the user's position and the (local) replica choice.
+    const n = 2_000;
+    const t = performance.now();
+    for (let i = 0; i < n; i++) {
+      await withReplica.ctx.database.reads?.read(null, async () => 0);
+    }
+    const chooseUs = ((performance.now() - t) / n) * 1000;
+    const redis = withReplica.ctx.store.redis?.data;
+    const t2 = performance.now();
+    for (let i = 0; i < n; i++) await redis?.hmget(`${env.prefix}notif:unread:${user.id}`, 'l');
+    const lookupUs = ((performance.now() - t2) / n) * 1000;
+    table(
+      'read-your-writes check per request',
+      ['part', 'µs'],
+      [
+        ['replica choice (cached positions, no I/O)', Math.round(chooseUs * 10) / 10],
+        [
+          'store HMGET of the position (uncached reads only; the first-page cache reads it with the version)',
+          Math.round(lookupUs),
+        ],
+      ],
+    );
+  } finally {
+    await env.close();
+    await pair.close();
+  }
+}
+
+async function poolBench(): Promise<void> {
+  const env = await createTestEnv({ DATABASE_STATEMENT_TIMEOUT_MS: '0' });
+  const bouncer = await startPgBouncer({ poolSize: 10 });
+  try {
+    const rows: Array<Array<string | number>> = [];
+    for (const [label, extra] of [
+      ['direct', {}],
+      [
+        'PgBouncer (default_pool_size 10)',
+        { DATABASE_URL: bouncer.urlFor(env.db.url), DATABASE_DIRECT_URL: env.db.url },
+      ],
+    ] as const) {
+      const apps = [await env.app(extra), await env.app(extra), await env.app(extra)];
+      const user = await createVerifiedUser(apps[0] as App, env.smtp);
+      let peak = 0;
+      const admin = new pg.Client({ connectionString: env.db.url.replace(/\/[^/]+$/, '/test') });
+      await admin.connect();
+      let running = true;
+      const sampler = (async () => {
+        while (running) {
+          const { rows: r } = await admin.query<{ n: number }>(
+            `select count(*)::int as n from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()`,
+            [env.db.name],
+          );
+          peak = Math.max(peak, r[0]?.n ?? 0);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      })();
+      const results = await Promise.all(apps.map((a) => load(a, user, '/notification/list?page=2&limit=20')));
+      running = false;
+      await sampler;
+      await admin.end();
+      rows.push([label, 3 * 10, peak, results.reduce((s, r) => s + r.rps, 0)]);
+      await Promise.all(apps.map((a) => a.close()));
+      env.apps.length = 0;
+    }
+    table(
+      'server connections, 3 instances × pool 10, 20 requests in flight each',
+      ['path', 'client pool slots', 'peak server connections', 'req/s (sum)'],
+      rows,
+    );
+  } finally {
+    await bouncer.close();
+    await env.close();
+  }
+}
+
+async function main() {
+  const load1 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  console.log(`load average at start: ${load1}`);
+  if (!ONLY || ONLY === 'index') await indexBench();
+  if (!ONLY || ONLY === 'replica') await replicaBench();
+  if (!ONLY || ONLY === 'pool') await poolBench();
+  console.log(
+    `load average at end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+  );
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
