@@ -5,6 +5,8 @@ export * from './cluster.js';
 export * from './db.js';
 export * from './env.js';
 export * from './logs.js';
+export * from './pg-replica.js';
+export * from './pgbouncer.js';
 export * from './redis-cluster.js';
 export * from './redis-server.js';
 export * from './smtp.js';
