@@ -142,6 +142,8 @@ function serverCpuSeconds(postmasterPid: number): number {
       const ppid = Number(fields[1]);
       if (Number(entry) !== postmasterPid && ppid !== postmasterPid) continue;
       ticks += Number(fields[11]) + Number(fields[12]);
+      // The postmaster's reaped children (backends that exited, e.g. idle pool connections closed) count too.
+      if (Number(entry) === postmasterPid) ticks += Number(fields[13]) + Number(fields[14]);
     } catch {
       // Exited meanwhile.
     }
