@@ -9,7 +9,6 @@
 // Requests go through app.inject (routing, session, handler, serialisation; no socket), 20 in flight.
 // Usage: npx tsx bench/db-scale.ts [--only index|replica|pool] [--rows 500000] [--seconds 8]
 import { readdirSync, readFileSync } from 'node:fs';
-import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import type { App } from '../server/src/app.js';
 import { createTestEnv, type TestEnv } from '../server/test/helpers/app.js';
