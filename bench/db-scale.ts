@@ -18,7 +18,6 @@ import {
   type TestEnv,
   type TestUser,
 } from '@herald/server/testkit';
-import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import type { App } from '../server/src/app.js';
 import { numberArg, percentile, printTable, stringArg } from './_lib.js';
@@ -147,6 +146,8 @@ function serverCpuSeconds(postmasterPid: number): number {
       const ppid = Number(fields[1]);
       if (Number(entry) !== postmasterPid && ppid !== postmasterPid) continue;
       ticks += Number(fields[11]) + Number(fields[12]);
+      // The postmaster's reaped children (backends that exited, e.g. idle pool connections closed) count too.
+      if (Number(entry) === postmasterPid) ticks += Number(fields[13]) + Number(fields[14]);
     } catch {
       // Exited meanwhile.
     }
