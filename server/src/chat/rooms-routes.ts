@@ -53,7 +53,7 @@ export const RoomSchema = z
     },
   });
 
-const MemberSchema = z.object({
+export const MemberSchema = z.object({
   userId: z.string(),
   name: z.string(),
   role: z.enum(['owner', 'member']),

@@ -388,6 +388,9 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
         // A retried clientMessageId gets its stored message back, to the sender only.
         if (!result.created) return hub.send(conn, changeFrame(conn, 'new_message', result));
         publish({ type: 'new_message', roomId: message.roomId, rev, mv, message });
+        // A sender not following the room still learns that (and how) its message was stored.
+        if (live && !live.subscription(conn, message.roomId))
+          hub.send(conn, changeFrame(conn, 'new_message', result));
         const kind = result.roomKind as RoomKind | undefined;
         if (notifier && kind && (kind === 'direct' || message.message.includes('@'))) {
           void notifier.onMessage(kind, message);
