@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { type ChatClient, chatUrl, openChat } from '../helpers/ws-client.js';
+import { type ChatClient, type ChatEvent, chatUrl, openChat } from '../helpers/ws-client.js';
 
 const FOLD_MS = 1_500;
 
@@ -471,7 +471,7 @@ describe('chat rooms across two instances', () => {
       };
       const s = await open(a, alice.cookie);
       const list = async () =>
-        (await api(b, u, 'GET', '/notification/list')).json().notifications as Array<Record<string, any>>;
+        (await api(b, u, 'GET', '/notification/list')).json().notifications as ChatEvent[];
       const first = await send(s, dm.id, 'are you there?');
       await expect.poll(async () => (await list()).length, { timeout: 5_000 }).toBe(1);
       const [n] = await list();
@@ -505,9 +505,9 @@ describe('chat rooms across two instances', () => {
       const before = (await api(a, carol, 'GET', '/notification/list')).json().notifications.length;
       const m = await send(s, room.id, 'hey @bob_r and @carol_r, look');
       const bobList = async () =>
-        (
-          (await api(a, bob, 'GET', '/notification/list')).json().notifications as Array<Record<string, any>>
-        ).filter((n) => n.type === 'mention' && n.metadata.data.roomId === room.id);
+        ((await api(a, bob, 'GET', '/notification/list')).json().notifications as ChatEvent[]).filter(
+          (n) => n.type === 'mention' && n.metadata.data.roomId === room.id,
+        );
       await expect.poll(async () => (await bobList()).length, { timeout: 5_000 }).toBe(1);
       expect((await bobList())[0]).toMatchObject({ metadata: { data: { seq: m.message.seq } } });
       expect((await bobList())[0]?.title).toContain('Alice');
