@@ -37,6 +37,11 @@ const message = (seq: number, userId = 'u2') => ({
 
 function setup() {
   const sockets: FakeSocket[] = [];
+  const openSocket = (url: string) => {
+    const s = new FakeSocket(url);
+    sockets.push(s);
+    return s;
+  };
   const c = createHeraldClient({
     baseURL: 'http://herald.test',
     fetch: async (input) => {
@@ -70,11 +75,7 @@ function setup() {
         return Response.json({ messages: [message(1)], hasMore: false });
       return Response.json({ code: 'NOT_FOUND', message: 'no' }, { status: 404 });
     },
-    WebSocket: (url) => {
-      const s = new FakeSocket(url);
-      sockets.push(s);
-      return s;
-    },
+    WebSocket: openSocket,
     locks: null,
     BroadcastChannel: null,
     environment: new FakeEnvironment(),
@@ -94,6 +95,11 @@ async function mount(c: HeraldClient, children: React.ReactNode) {
   return container;
 }
 
+function CallsHook(props: { hook: () => unknown }) {
+  props.hook();
+  return null;
+}
+
 function Room() {
   const { status, messages } = useRoom(ROOM);
   return <p id="room">{`${status}:${messages.map((m) => m.seq).join(',')}`}</p>;
@@ -104,16 +110,14 @@ function Rooms() {
 }
 
 describe('room hooks', () => {
-  for (const [name, Hook] of [
+  for (const [name, hook] of [
     ['useRooms', () => useRooms()],
     ['useRoom', () => useRoom(ROOM)],
   ] as const) {
     it(`${name} outside <HeraldProvider> throws an error naming the hook and the provider`, () => {
-      function Calls() {
-        Hook();
-        return null;
-      }
-      expect(() => renderToString(<Calls />)).toThrow(`${name} must be used inside <HeraldProvider>`);
+      expect(() => renderToString(<CallsHook hook={hook} />)).toThrow(
+        `${name} must be used inside <HeraldProvider>`,
+      );
     });
   }
 

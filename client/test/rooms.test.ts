@@ -27,6 +27,11 @@ const rm = (seq: number, extra: Partial<RoomMessage> = {}): RoomMessage => ({
 
 function setup(page: RoomMessage[] = []) {
   const sockets: FakeSocket[] = [];
+  const openSocket = (url: string) => {
+    const s = new FakeSocket(url);
+    sockets.push(s);
+    return s;
+  };
   const requests: Array<{ method: string; path: string; search: string; body?: unknown }> = [];
   const client = createHeraldClient({
     baseURL: 'https://chat.example',
@@ -47,11 +52,7 @@ function setup(page: RoomMessage[] = []) {
       }
       return Response.json({ code: 'NOT_FOUND', message: 'no' }, { status: 404 });
     },
-    WebSocket: (url) => {
-      const s = new FakeSocket(url);
-      sockets.push(s);
-      return s;
-    },
+    WebSocket: openSocket,
     environment: new FakeEnvironment(),
     random: () => 0.5,
     locks: null,
