@@ -52,6 +52,8 @@ interface Pipe {
   want: number;
   membersVersion: number;
   pending: Map<number, Change>;
+  /** When the current gap among bus arrivals was first seen (0: none). */
+  gapSince: number;
   busy: boolean;
   failures: number;
   subs: Map<ChatConnection, Sub>;
@@ -119,6 +121,11 @@ export interface RoomLive {
 }
 
 const FILL_RETRY_MS = 500;
+/**
+ * How long a gap among bus arrivals may last before it is read from PostgreSQL: concurrent senders' messages
+ * often arrive a moment out of order (their publishes race), and the missing one is usually already on its way.
+ */
+const GAP_WAIT_MS = 50;
 const MAX_FILL_FAILURES = 5;
 
 function changeFromReplay(e: ReplayEvent): Change {
@@ -141,6 +148,7 @@ export function createRoomLive(deps: RoomLiveDeps): RoomLive {
     want: 0,
     membersVersion: 0,
     pending: new Map(),
+    gapSince: 0,
     busy: false,
     failures: 0,
     subs: new Map(),
@@ -259,6 +267,7 @@ export function createRoomLive(deps: RoomLiveDeps): RoomLive {
           }
           pipe.pending.delete(next.rev);
           pipe.lastRev = next.rev;
+          pipe.gapSince = 0;
           deliver(pipe, next);
           continue;
         }
@@ -266,8 +275,20 @@ export function createRoomLive(deps: RoomLiveDeps): RoomLive {
         for (const rev of pipe.pending.keys()) target = Math.max(target, rev);
         if (target <= pipe.lastRev) {
           pipe.pending.clear();
+          pipe.gapSince = 0;
           return;
         }
+        if (pipe.want <= pipe.lastRev) {
+          // Only bus arrivals say there is a gap: give the missing ones a moment before reading them.
+          const now = Date.now();
+          if (pipe.gapSince === 0) {
+            pipe.gapSince = now;
+            setTimeout(() => kick(pipe), GAP_WAIT_MS).unref();
+            return;
+          }
+          if (now - pipe.gapSince < GAP_WAIT_MS) return;
+        }
+        pipe.gapSince = 0;
         // A gap: the changes exist in PostgreSQL (a change is published after its commit, and a later one
         // commits after it under the room's lock); read them instead of waiting for a bus message that may
         // never come.
