@@ -187,6 +187,7 @@ export function createRoomsRepository(db: Db, limits: RoomLimits): RoomsReposito
     if (userIds.length === 0) return [];
     const r = await rows<{ user_id: string }>(sql`
       select user_id from chat_member where user_id = any(${textArray(userIds)})
+        and room_id <> ${GENERAL_ROOM_ID}
       group by user_id having count(*) >= ${limits.roomsPerUser}`);
     return r.map((x) => x.user_id);
   };
@@ -227,6 +228,7 @@ export function createRoomsRepository(db: Db, limits: RoomLimits): RoomsReposito
     const full = rowsOf<{ user_id: string }>(
       await tx.execute(sql`
         select user_id from chat_member where user_id = any(${textArray(fresh)})
+          and room_id <> ${GENERAL_ROOM_ID}
         group by user_id having count(*) >= ${limits.roomsPerUser}`),
     ).map((r) => r.user_id);
     if (full.length > 0) return { error: 'room_limit', userIds: full };
@@ -370,10 +372,7 @@ export function createRoomsRepository(db: Db, limits: RoomLimits): RoomsReposito
       if (a.kind === 'general') return { error: 'forbidden', message: 'Nobody leaves the general room' };
       const self = userId === caller.userId;
       if (!self && a.role !== 'owner' && !caller.isAdmin) {
-        // A public room's non-member sees the room but may not touch its members.
-        return a.role === null && !caller.isAdmin
-          ? { error: 'forbidden', message: 'Only the owner or an administrator can remove members' }
-          : { error: 'forbidden', message: 'Only the owner or an administrator can remove members' };
+        return { error: 'forbidden', message: 'Only the owner or an administrator can remove members' };
       }
       const result = await inTx(async (tx) => {
         const room = await lockRoom(tx, roomId);
