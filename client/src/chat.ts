@@ -48,6 +48,27 @@ export interface ChatClient {
    * closed for that key, and opens again for another one (another user signed in). connect() always reopens.
    */
   retain(key?: string | null): () => void;
+  /**
+   * For the rooms layer (rooms.ts): `frame` receives every server frame of a room other than `general` (and the
+   * room-protocol frames `subscribed`, `unsubscribed`, `read`), `ready` is called after each (re)connect once the
+   * socket takes frames (resubscribe there). Returns the detach function.
+   */
+  attach(listener: ChatFrameListener): () => void;
+  /** Sends a frame on the open socket; false when it is not open (send again from `ready`). */
+  sendFrame(frame: Record<string, unknown>): boolean;
+}
+
+export interface ChatFrameListener {
+  frame(event: ChatServerEvent): void;
+  ready(): void;
+}
+
+const ROOM_PROTOCOL = new Set(['subscribed', 'unsubscribed', 'read']);
+/** A frame the rooms layer handles: scoped to a room other than general, or of the room protocol itself. */
+function forRooms(event: ChatServerEvent): boolean {
+  if (ROOM_PROTOCOL.has(event.type)) return true;
+  const roomId = (event as { roomId?: unknown }).roomId;
+  return typeof roomId === 'string' && roomId !== 'general';
 }
 
 /** The parts of a WebSocket the client uses: the browser's WebSocket and the `ws` package both fit. */
@@ -186,6 +207,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   /** The holder key of the last retain(), and the key the ban applied to. */
   let currentKey: string | null | undefined;
   let bannedKey: string | null | undefined;
+  const attached = new Set<ChatFrameListener>();
 
   const set = (patch: Partial<ChatState>) => store.update(patch);
 
@@ -206,6 +228,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
     clearTimeout(historyTimer);
     // Re-send what was not confirmed; the server answers a known clientMessageId with the stored message.
     for (const [cmid, p] of pending) sendPending(cmid, p);
+    for (const l of attached) l.ready();
   };
 
   const sendPending = (cmid: string, p: PendingSend) => {
@@ -258,6 +281,10 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   };
 
   const onEvent = (event: ChatServerEvent) => {
+    if (forRooms(event)) {
+      for (const l of attached) l.frame(event);
+      return;
+    }
     switch (event.type) {
       case 'connected':
         backoff.reset();
@@ -310,7 +337,9 @@ export function createChatClient(deps: ChatDeps): ChatClient {
         set({ messages: store.get().messages.filter((m) => m.userId !== event.userId) });
         return;
       case 'presence':
-        set({ presence: { guests: event.guests, members: event.members, admins: event.admins } });
+        if ('guests' in event) {
+          set({ presence: { guests: event.guests, members: event.members, admins: event.admins } });
+        }
         return;
       case 'typing': {
         if (!event.isTyping) return clearTyping(event.userId);
@@ -519,6 +548,13 @@ export function createChatClient(deps: ChatDeps): ChatClient {
     },
     getState: store.get,
     subscribe: store.subscribe,
+    attach(listener) {
+      attached.add(listener);
+      return () => {
+        attached.delete(listener);
+      };
+    },
+    sendFrame: (frame) => transmit(frame),
     send(message, sendOpts) {
       const cmid = sendOpts?.clientMessageId ?? deps.uuid();
       return new Promise<ChatMessage>((resolve, reject) => {

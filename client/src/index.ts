@@ -11,6 +11,7 @@ import {
 } from './feed.js';
 import { createHttp, type FetchLike, normaliseBaseURL } from './http.js';
 import { createNotificationCalls, type NotificationsApi } from './notifications.js';
+import { createRooms, type RoomsApi } from './rooms.js';
 
 export type { AdminApi } from './admin.js';
 export type { AuthClient, Session } from './auth.js';
@@ -40,6 +41,8 @@ export type {
 export { applyFeedEvent } from './feed.js';
 export type { FetchLike } from './http.js';
 export type { NotificationsApi } from './notifications.js';
+export type { LiveRoom, LiveRoomState, RoomList, RoomListState, RoomsApi } from './rooms.js';
+export { HeraldRoomError, mergeRoomMessages } from './rooms.js';
 export { type SseMessage, SseParser } from './sse.js';
 
 export interface HeraldClientOptions {
@@ -66,7 +69,8 @@ export interface HeraldClientOptions {
 export interface HeraldClient {
   auth: AuthClient;
   notifications: NotificationsApi;
-  chat: ChatClient;
+  /** The chat socket (`general`, §6) and `chat.rooms`: rooms, direct messages and their live state (§6.1). */
+  chat: ChatClient & { rooms: RoomsApi };
   admin: AdminApi;
   /** Stops the feed and the chat socket. */
   close(): void;
@@ -148,7 +152,9 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
   return {
     auth,
     notifications: { ...calls, feed },
-    chat,
+    chat: Object.assign(chat, {
+      rooms: createRooms({ http, chat, uuid: () => globalThis.crypto.randomUUID() }),
+    }),
     admin: createAdminApi(http),
     close() {
       feed.stop();

@@ -5,6 +5,7 @@ import type { ChatClient, ChatState } from './chat.js';
 import type { FeedState, NotificationFeed } from './feed.js';
 import type { HeraldClient, Session } from './index.js';
 import type { NotificationsApi } from './notifications.js';
+import type { LiveRoom, LiveRoomState, RoomList, RoomListState } from './rooms.js';
 
 const HeraldContext = createContext<HeraldClient | null>(null);
 
@@ -100,4 +101,57 @@ export function useChat(): ChatState & { chat: ChatClient } {
   );
   const state = useSyncExternalStore(chat.subscribe, chat.getState, chat.getState);
   return useMemo(() => ({ ...state, chat }), [state, chat]);
+}
+
+/**
+ * My chat rooms, most recent activity first, with unread counts kept current live (the rooms are followed on the
+ * chat socket while mounted). Signed out: an empty, idle list.
+ * @example const { rooms, refresh } = useRooms();
+ */
+export function useRooms(): RoomListState & { list: RoomList; refresh(): Promise<void> } {
+  const client = useClientFor('useRooms');
+  const session = useSessionOf(client);
+  const userId = session.data?.user.id ?? null;
+  const list = useMemo(() => client.chat.rooms.roomList(), [client]);
+  useEffect(() => {
+    if (!userId) return;
+    // Keyed on the user: another sign-in reloads the list.
+    const releaseChat = client.chat.retain(userId);
+    const release = list.retain();
+    return () => {
+      release();
+      releaseChat();
+    };
+  }, [client, list, userId]);
+  const state = useSyncExternalStore(list.subscribe, list.getState, list.getState);
+  return useMemo(
+    () => ({
+      ...(userId ? state : { ...state, rooms: [], status: 'idle' as const }),
+      list,
+      refresh: list.refresh,
+    }),
+    [state, list, userId],
+  );
+}
+
+/**
+ * One room's live state (messages by seq, presence, typing, read positions) and its actions, followed while
+ * mounted; it resumes exactly after every reconnect.
+ * @example const { messages, room } = useRoom(roomId); await room.send('Hello');
+ */
+export function useRoom(roomId: string): LiveRoomState & { room: LiveRoom } {
+  const client = useClientFor('useRoom');
+  const session = useSessionOf(client);
+  const userId = session.data?.user.id ?? null;
+  const room = useMemo(() => client.chat.rooms.room(roomId), [client, roomId]);
+  useEffect(() => {
+    const releaseChat = client.chat.retain(userId);
+    const release = room.retain();
+    return () => {
+      release();
+      releaseChat();
+    };
+  }, [client, room, userId]);
+  const state = useSyncExternalStore(room.subscribe, room.getState, room.getState);
+  return useMemo(() => ({ ...state, room }), [state, room]);
 }

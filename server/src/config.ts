@@ -287,6 +287,12 @@ export const EnvSchema = z.object({
   CHAT_FRAME_LIMIT: int(200, 1),
   // Bytes a chat socket may have waiting to be sent before it is treated as a slow consumer and closed.
   CHAT_SEND_BUFFER_LIMIT_BYTES: int(1024 * 1024, 16 * 1024),
+  // Rooms (§6.1): rooms one user belongs to (general not counted), members of a private room, rooms one user
+  // may create per hour, and the window in which chat notifies a recipient at most once per room.
+  CHAT_MAX_ROOMS_PER_USER: int(500, 1),
+  CHAT_MAX_PRIVATE_ROOM_MEMBERS: int(1000, 2),
+  CHAT_ROOM_CREATES_PER_HOUR: int(20, 1),
+  CHAT_NOTIFY_FOLD_MS: int(5 * 60 * 1000, 100),
   RETENTION_INTERVAL_MS: int(60 * 60 * 1000, 1000),
   RETENTION_MAX_AGE_DAYS: int(90, 1),
   RETENTION_MAX_PER_USER: int(1000, 1),

@@ -9,8 +9,10 @@ import type {
   ClientMessage,
   CloseCode,
   PresenceCountsSchema,
+  RoomMessageSchema,
   ServerEvent,
 } from './chat/protocol.js';
+import type { MemberSchema, RoomSchema } from './chat/rooms-routes.js';
 import type { ErrorSchema } from './http/schemas.js';
 import type { NotificationErrorCode } from './notifications/errors.js';
 import type { SseEventName } from './notifications/events.js';
@@ -100,4 +102,33 @@ export interface ChatHistoryResponse {
 }
 export interface PurgeMessagesResponse {
   deletedCount: number;
+}
+
+// Chat rooms (§6.1, docs/chat-protocol.md "Rooms")
+/** A message as room-aware clients see it: the ChatMessage fields plus `roomId` and `seq`. */
+export type RoomMessage = z.infer<typeof RoomMessageSchema>;
+export type ChatRoom = z.infer<typeof RoomSchema>;
+export type ChatRoomKind = ChatRoom['kind'];
+export type ChatRoomMember = z.infer<typeof MemberSchema>;
+export interface ChatRoomResponse {
+  room: ChatRoom;
+}
+export interface ChatRoomsResponse {
+  rooms: ChatRoom[];
+}
+export interface ChatRoomDetailResponse {
+  room: ChatRoom;
+  members: ChatRoomMember[];
+}
+export interface ChatRoomMessagesResponse {
+  messages: RoomMessage[];
+  hasMore: boolean;
+}
+export interface ChatReadResponse {
+  lastReadSeq: number;
+  unreadCount: number;
+}
+export interface ChatMemberRemovedResponse {
+  roomId: string;
+  userId: string;
 }

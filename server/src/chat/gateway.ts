@@ -13,8 +13,9 @@ import { trustFunction } from '../http/proxy.js';
 import { withTimeout } from '../infra/timeout.js';
 import type { ChatRole, PresenceCounts } from '../realtime/index.js';
 import type { ChatConnection, ChatHub, ChatIdentity } from './hub.js';
-import { ChatErrorCode, ChatLimits, encode } from './protocol.js';
-import type { ChatService, HistoryCache } from './service.js';
+import type { RoomLive } from './live.js';
+import { ChatErrorCode, ChatLimits, encode, GENERAL_ROOM_ID } from './protocol.js';
+import type { ChatService } from './service.js';
 import type { TypingThrottle } from './throttle.js';
 
 export const CHAT_PATH = '/chat';
@@ -45,13 +46,13 @@ function refuse(
 export interface ChatGatewayDeps {
   hub: ChatHub;
   service: ChatService;
-  history: HistoryCache;
+  live: RoomLive;
   typing: TypingThrottle;
 }
 
 export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): void {
   const { config, sessions, realtime, lifecycle, logger } = app.ctx;
-  const { hub, service, history, typing } = deps;
+  const { hub, service, live, typing } = deps;
   // Entries are already normalised origins (config.ts, http/proxy.ts normalizeOrigin). The front end's and the
   // service's own origin (the bundled web app) as well, like the request guards and better-auth.
   const origins = new Set([
@@ -78,26 +79,35 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     }
   };
 
-  const greet = async (conn: ChatConnection) => {
-    const [historyEvent, counts] = await Promise.all([
-      history.get().catch((err: unknown) => {
-        logger.error({ err }, 'chat: history unavailable');
-        return null;
-      }),
+  const greet = async (conn: ChatConnection, legacy: boolean) => {
+    const [attached, counts] = await Promise.all([
+      live.attachGeneral(conn, legacy).then(
+        () => true,
+        (err: unknown) => {
+          logger.error({ err }, 'chat: history unavailable');
+          return false;
+        },
+      ),
       presenceNow(),
     ]);
-    if (historyEvent) hub.sendNow(conn, historyEvent);
-    else {
+    if (!attached) {
       hub.sendNow(
         conn,
         encode({ type: 'error', code: ChatErrorCode.INTERNAL_ERROR, message: 'History is unavailable' }),
       );
     }
-    if (counts) hub.sendNow(conn, encode({ type: 'presence', ...counts }));
+    if (counts) {
+      hub.sendNow(
+        conn,
+        encode(
+          legacy ? { type: 'presence', ...counts } : { type: 'presence', roomId: GENERAL_ROOM_ID, ...counts },
+        ),
+      );
+    }
     hub.release(conn);
   };
 
-  const open = (ws: WebSocket, socket: Duplex, ip: string, auth: AuthContext | null) => {
+  const open = (ws: WebSocket, socket: Duplex, ip: string, auth: AuthContext | null, rooms: boolean) => {
     const identity: ChatIdentity | null = auth
       ? {
           userId: auth.user.id,
@@ -133,6 +143,7 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     // ws closes the socket itself on protocol errors (1009 for oversized frames); only log here.
     ws.on('error', (err) => logger.debug({ err: err.message, connectionId: conn.id }, 'chat socket error'));
     ws.once('close', () => {
+      live.detach(conn);
       if (!hub.remove(conn)) return;
       if (identity && hub.userCount(identity.userId) === 0) typing.forget(identity.userId);
     });
@@ -146,7 +157,7 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
         instanceId: config.INSTANCE_ID,
       }),
     );
-    greet(conn).catch((err: unknown) => {
+    greet(conn, !rooms).catch((err: unknown) => {
       logger.error({ err }, 'chat: greeting failed');
       hub.release(conn);
     });
@@ -179,7 +190,10 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
     // Re-checked after the await; from here to the registration in `open` everything is synchronous.
     if (ipFull()) return tooMany('address');
     if (auth && hub.userCount(auth.user.id) >= config.CHAT_MAX_CONNECTIONS_PER_USER) return tooMany('user');
-    wss.handleUpgrade(req, socket, head, (ws) => open(ws, socket, ip, auth));
+    // `?rooms=1`: a §6.1 client, room-aware from the first frame (`general` with roomId and seq). Without it the
+    // socket speaks §6 exactly until it sends a frame that names a room.
+    const rooms = /[?&]rooms=1(?:&|$)/.test(req.url ?? '');
+    wss.handleUpgrade(req, socket, head, (ws) => open(ws, socket, ip, auth, rooms));
   };
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -50,6 +50,8 @@ export interface ChatHub {
   send(conn: ChatConnection, data: Buffer): void;
   /** Sends bypassing the initialisation queue (the initial frames themselves). */
   sendNow(conn: ChatConnection, data: Buffer): void;
+  /** Sends to one socket as part of a fan-out (corked with the rest of this turn's writes to it). */
+  push(conn: ChatConnection, data: Buffer): void;
   /** Sends the same bytes to every local socket except `exceptId`. */
   broadcast(data: Buffer, exceptId?: string): void;
   /** Ends the initialisation phase: flushes held-back events in order. */
@@ -210,6 +212,16 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
     userCount: (userId) => byUser.get(userId)?.size ?? 0,
     send: deliver,
     sendNow: write,
+    push(conn, data) {
+      if (!conn.corked && !conn.queue && conn.ws.readyState === conn.ws.OPEN) {
+        if (conn.ws.bufferedAmount > sendBufferLimitBytes) {
+          slowConsumer(conn);
+          return;
+        }
+        cork(conn);
+      }
+      deliver(conn, data);
+    },
     broadcast(data, exceptId) {
       const start = options.onBroadcastSeconds ? process.hrtime.bigint() : 0n;
       for (const conn of connections.values()) {

@@ -3,10 +3,15 @@
 import type { FastifyInstance } from 'fastify';
 import { createChatGateway } from './gateway.js';
 import { type ChatConnection, type ChatIdentity, createChatHub } from './hub.js';
-import { CloseCode, encode } from './protocol.js';
+import { createRoomLive } from './live.js';
+import { type ChatNotificationSink, createChatNotifier } from './notify.js';
+import { CloseCode, encode, GENERAL_ROOM_ID } from './protocol.js';
 import { createChatRepository } from './repository.js';
+import { createRoomPresence } from './room-presence.js';
+import { createRoomsRepository } from './rooms.js';
+import { registerRoomRoutes } from './rooms-routes.js';
 import { registerChatRoutes } from './routes.js';
-import { createChatService, createHistoryCache } from './service.js';
+import { type ChatService, createChatService, createHistoryCache } from './service.js';
 import { createMessageThrottle, createTypingThrottle } from './throttle.js';
 
 // The history sent on connect is cached per instance; bus events invalidate it, this bounds staleness otherwise.
@@ -32,6 +37,59 @@ export function registerChat(app: FastifyInstance): void {
   });
   const typing = createTypingThrottle();
   const history = createHistoryCache(repo, HISTORY_CACHE_TTL_MS);
+  const rooms = createRoomsRepository(database.db, {
+    roomsPerUser: config.CHAT_MAX_ROOMS_PER_USER,
+    membersPerPrivateRoom: config.CHAT_MAX_PRIVATE_ROOM_MEMBERS,
+  });
+  // The service receives every chat bus event (general's topic and each room's); it exists only below.
+  let service: ChatService | undefined;
+  const live = createRoomLive({
+    hub,
+    bus: realtime.bus,
+    repo,
+    membersAmong: (roomId, userIds) => rooms.membersAmong(roomId, userIds),
+    generalSnapshot: () => history.get(),
+    onGeneralChange: () => history.invalidate(),
+    onBusEvent: (payload) => service?.receive(payload),
+    presence: {
+      userJoined: (roomId, userId) => roomPresence.userJoined(roomId, userId),
+      userLeft: (roomId, userId) => roomPresence.userLeft(roomId, userId),
+      snapshot: (roomId) => roomPresence.snapshot(roomId),
+    },
+    logger: log,
+  });
+  const roomPresence = createRoomPresence({
+    store,
+    instanceId: config.INSTANCE_ID,
+    debounceMs: config.PRESENCE_DEBOUNCE_MS,
+    liveInstances: async () => (await realtime.instances()).map((i) => i.instanceId),
+    localUsers: (roomId) => live.localUsers(roomId),
+    announce: (roomId) => service?.publish({ type: 'presence_changed', roomId }),
+    deliver: (roomId, frame) => live.toRoom(roomId, frame),
+    logger: log,
+  });
+  // Notifications from chat go through the notifications feature's service (registered before chat).
+  const sink: ChatNotificationSink = {
+    createForUser: (userId, input) => app.notifications.createForUser(userId, input),
+  };
+  const notifier = createChatNotifier({
+    sink,
+    store,
+    foldMs: config.CHAT_NOTIFY_FOLD_MS,
+    memberIds: (roomId, limit) => rooms.memberIds(roomId, limit),
+    membersByUsername: (roomId, names) => rooms.membersByUsername(roomId, names),
+    roomName: async (roomId) => (await rooms.view(roomId, { userId: '', isAdmin: true }))?.name ?? 'a room',
+    onlineUsers: (roomId) => roomPresence.onlineUsers(roomId),
+    logger: log,
+  });
+  const createLimit = createMessageThrottle({
+    store,
+    isDegraded: () => realtime.bus.isDegraded(),
+    limit: config.CHAT_ROOM_CREATES_PER_HOUR,
+    windowMs: 60 * 60 * 1000,
+    logger: log,
+    keyPrefix: 'chat:rooms:created:',
+  });
   /** Closes the socket when its session has ended; true while it is live (or cannot be checked: an outage). */
   const sessionLive = async (conn: ChatConnection, id: ChatIdentity): Promise<boolean> => {
     const status = await revocation.sessionStatus(id.userId, id.sessionId);
@@ -78,7 +136,7 @@ export function registerChat(app: FastifyInstance): void {
     void revalidateAll();
   }, config.WS_PING_INTERVAL_MS);
   revalidateTimer.unref();
-  const service = createChatService({
+  service = createChatService({
     hub,
     repo,
     bus: realtime.bus,
@@ -89,27 +147,48 @@ export function registerChat(app: FastifyInstance): void {
     frameLimit: config.CHAT_FRAME_LIMIT,
     history,
     onSendStage: (stage, seconds) => app.ctx.metrics.chatSendStage.observe({ stage }, seconds),
+    live,
+    rooms,
+    notifier,
+    onRoomPresence: (roomId) => roomPresence.changed(roomId),
   });
-  createChatGateway(app, { hub, service, history, typing });
+  const chat = service;
+  createChatGateway(app, { hub, service: chat, live, typing });
 
   const unsubscribe = [
     realtime.onRecovered(() => {
       // After the auth layer's repair drain was started (it subscribed first); sessionStatus reads PostgreSQL
       // while the store is not yet trusted, so this does not depend on the drain having finished.
       void revalidateAll();
+      // Room changes published while the bus was degraded never reached this instance: read them.
+      live.catchUp();
     }),
-    service.listen(),
+    chat.listen(),
     realtime.presence.onChatCounts((counts) => {
-      hub.broadcast(
-        encode({ type: 'presence', guests: counts.guests, members: counts.members, admins: counts.admins }),
-      );
+      const { guests, members, admins } = counts;
+      const legacy = encode({ type: 'presence', guests, members, admins });
+      const v2 = encode({ type: 'presence', roomId: GENERAL_ROOM_ID, guests, members, admins });
+      live.toRoom(GENERAL_ROOM_ID, legacy, (c) => live.isLegacy(c));
+      live.toRoom(GENERAL_ROOM_ID, v2, (c) => !live.isLegacy(c));
     }),
-    realtime.onUserDisconnect((event) => service.disconnectUser(event)),
+    realtime.onUserDisconnect((event) => chat.disconnectUser(event)),
   ];
 
   registerChatRoutes(app, {
     repo,
-    onPurged: (userId, deletedCount) => service.publish({ type: 'messages_purged', userId, deletedCount }),
+    onPurged: (userId, deletedCount, changed) => {
+      chat.publish({ type: 'messages_purged', userId, deletedCount });
+      // Each room's instances catch up with the deletions (replayable as message_deleted frames).
+      for (const { roomId, rev } of changed) chat.publish({ type: 'sync', roomId, rev });
+    },
+  });
+  registerRoomRoutes(app, {
+    rooms,
+    repo,
+    createLimit,
+    publish: (event) => chat.publish(event),
+    /** Live removal on this instance now (the bus message reaches the others; see rooms-routes.ts). */
+    removeLocally: (roomId, userId) => live.removeUser(roomId, userId),
   });
 
   let shutdown: Promise<void> | undefined;
@@ -125,6 +204,9 @@ export function registerChat(app: FastifyInstance): void {
       );
       for (const off of unsubscribe) off();
       throttle.close();
+      createLimit.close();
+      notifier.close();
+      roomPresence.close();
     })();
     return shutdown;
   };

@@ -32,7 +32,8 @@ const HistoryQuery = z.strictObject({
 
 export interface ChatRoutesDeps {
   repo: ChatRepository;
-  onPurged(userId: string, deletedCount: number): void;
+  /** After a purge: the count, and each room's revision after its deletions (instances catch up to it). */
+  onPurged(userId: string, deletedCount: number, rooms: Array<{ roomId: string; rev: number }>): void;
 }
 
 export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): void {
@@ -102,7 +103,8 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
       preHandler: requireAdmin(sessions),
       schema: {
         tags: ['chat', 'admin'],
-        summary: 'Delete every chat message of a user and tell every client (messages_purged)',
+        summary:
+          'Delete every chat message of a user, in every room, and tell every client (messages_purged)',
         security: [{ session: [] }],
         params: z.strictObject({
           id: z
@@ -124,8 +126,8 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
     },
     async (request) => {
       authOf(request);
-      const deletedCount = await deps.repo.purgeUser(request.params.id);
-      if (deletedCount > 0) deps.onPurged(request.params.id, deletedCount);
+      const { deletedCount, rooms } = await deps.repo.purgeUser(request.params.id);
+      if (deletedCount > 0) deps.onPurged(request.params.id, deletedCount, rooms);
       return { deletedCount };
     },
   );

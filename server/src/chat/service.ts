@@ -7,8 +7,9 @@ import { isDatabaseUnavailable } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import type { Bus, UserDisconnect } from '../realtime/index.js';
 import type { ChatConnection, ChatHub, ChatIdentity } from './hub.js';
+import type { RoomLive } from './live.js';
+import type { ChatNotifier } from './notify.js';
 import {
-  CHAT_BUS_TOPIC,
   type ChatBusEvent,
   ChatBusEventSchema,
   ChatErrorCode,
@@ -16,30 +17,40 @@ import {
   type ClientMessage,
   CloseCode,
   encode,
+  GENERAL_ROOM_ID,
+  legacyMessage,
   normalizeMessageText,
   parseClientFrame,
+  type RoomMessage,
+  roomTopic,
 } from './protocol.js';
-import type { ChatRepository } from './repository.js';
+import type { ChatRepository, RoomHead, Stored } from './repository.js';
+import type { RoomKind, RoomsRepository } from './rooms.js';
 import type { MessageThrottle, ThrottleResult, TypingThrottle } from './throttle.js';
 
+export interface GeneralSnapshot {
+  messages: RoomMessage[];
+  /** The room's head the snapshot reflects: live frames continue from its revision. */
+  head: RoomHead;
+}
+
 export interface HistoryCache {
-  /** The encoded `message_history` event with the newest messages. */
-  get(): Promise<Buffer>;
-  /** Called for every message event seen on the bus. */
+  /** The newest messages of `general` with the head they reflect. */
+  get(): Promise<GeneralSnapshot>;
+  /** Called for every change of `general`. */
   invalidate(): void;
 }
 
 export function createHistoryCache(repo: ChatRepository, ttlMs: number): HistoryCache {
   let generation = 0;
-  let entry: { generation: number; at: number; promise: Promise<Buffer> } | undefined;
+  let entry: { generation: number; at: number; promise: Promise<GeneralSnapshot> } | undefined;
   return {
     get() {
       const now = Date.now();
-      // The TTL bounds staleness when this instance missed bus events (degraded mode).
+      // The TTL bounds staleness when this instance missed bus events (degraded mode); a stale snapshot costs
+      // the new socket a catch-up read, never a missed message (live.ts goLive).
       if (entry && entry.generation === generation && now - entry.at < ttlMs) return entry.promise;
-      const promise = repo
-        .recent(ChatLimits.HISTORY_ON_CONNECT)
-        .then((messages) => encode({ type: 'message_history', messages }));
+      const promise = repo.recentWithHead(ChatLimits.HISTORY_ON_CONNECT);
       const current = { generation, at: now, promise };
       entry = current;
       promise.catch(() => {
@@ -72,6 +83,12 @@ export interface ChatServiceDeps {
   history: HistoryCache;
   /** Where the stages of a send go (seconds): how long it waited its turn, the checks, the insert. */
   onSendStage?: (stage: SendStage, seconds: number) => void;
+  /** Rooms (§6.1); without them only `general` exists (unit tests of the §6 rules). */
+  live?: RoomLive;
+  rooms?: RoomsRepository;
+  notifier?: ChatNotifier;
+  /** A `presence_changed` arrived for a room. */
+  onRoomPresence?: (roomId: string) => void;
 }
 
 export type SendStage = 'queued' | 'checks' | 'store';
@@ -84,6 +101,8 @@ export interface ChatService {
   idle(conn: ChatConnection): Promise<void>;
   /** Sends a chat event to every instance; `listen` delivers it (and other instances' events) to local sockets. */
   publish(event: ChatBusEvent): void;
+  /** A chat event from the bus (any topic of chat, any instance); validated here. */
+  receive(payload: unknown): void;
   /** Subscribes the receive path to the bus; returns the unsubscribe function. */
   listen(): () => void;
   /**
@@ -145,13 +164,53 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       return;
     }
     const event = parsed.data;
-    if (event.type === 'typing') {
-      const { exceptConnectionId, ...out } = event;
-      hub.broadcast(encode(out), exceptConnectionId);
-      return;
+    switch (event.type) {
+      case 'new_message':
+      case 'message_updated':
+      case 'message_deleted':
+      case 'sync':
+        if (event.roomId === GENERAL_ROOM_ID) history.invalidate();
+        if (live) live.change(event);
+        else legacyBroadcast(event);
+        return;
+      case 'messages_purged':
+        history.invalidate();
+        hub.broadcast(encode(event));
+        return;
+      case 'typing': {
+        const { exceptConnectionId, roomId, ...out } = event;
+        const notSelf = (c: ChatConnection) => c.id !== exceptConnectionId;
+        if (!live) return hub.broadcast(encode(out), exceptConnectionId);
+        if (roomId === GENERAL_ROOM_ID) {
+          const legacy = encode(out);
+          const v2 = encode({ ...out, roomId });
+          live.toRoom(roomId, legacy, (c) => notSelf(c) && live.isLegacy(c));
+          live.toRoom(roomId, v2, (c) => notSelf(c) && !live.isLegacy(c));
+        } else live.toRoom(roomId, encode({ ...out, roomId }), notSelf);
+        return;
+      }
+      case 'read': {
+        const { toAll, ...out } = event;
+        const frame = encode(out);
+        live?.toRoom(event.roomId, frame, (c) => toAll || c.identity?.userId === event.userId);
+        return;
+      }
+      case 'member_removed':
+        live?.removeUser(event.roomId, event.userId);
+        return;
+      case 'presence_changed':
+        deps.onRoomPresence?.(event.roomId);
+        return;
     }
-    history.invalidate();
-    hub.broadcast(encode(event));
+  };
+  /** Without the rooms layer (unit tests): §6 frames to every socket. */
+  const legacyBroadcast = (
+    event: Extract<ChatBusEvent, { rev: number }> | Extract<ChatBusEvent, { type: 'sync' }>,
+  ) => {
+    if (event.type === 'sync') return;
+    if (event.type === 'message_deleted')
+      hub.broadcast(encode({ type: 'message_deleted', messageId: event.messageId }));
+    else hub.broadcast(encode({ type: event.type, message: legacyMessage(event.message) }));
   };
 
   const countAbuse = (conn: ChatConnection) => {
@@ -209,8 +268,45 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
     );
   };
 
+  const { live, rooms, notifier } = deps;
   const publish = (event: ChatBusEvent) => {
-    bus.publish(CHAT_BUS_TOPIC, event).catch((err: unknown) => logger.error({ err }, 'chat: publish failed'));
+    const roomId = 'roomId' in event ? event.roomId : GENERAL_ROOM_ID;
+    bus
+      .publish(roomTopic(roomId), event)
+      .catch((err: unknown) => logger.error({ err }, 'chat: publish failed'));
+  };
+  /** The room a frame addresses; a frame that names one makes the socket room-aware (§6.1 frames on general). */
+  const roomOf = (conn: ChatConnection, roomId: string | undefined): string => {
+    if (roomId === undefined) return GENERAL_ROOM_ID;
+    live?.upgrade(conn);
+    return roomId;
+  };
+  /** The frame of a stored change for one socket: §6 form on general for a socket that never used rooms. */
+  const changeFrame = (
+    conn: ChatConnection,
+    type: 'new_message' | 'message_updated',
+    stored: Stored,
+  ): Buffer => {
+    const { message } = stored;
+    if (message.roomId === GENERAL_ROOM_ID && (!live || live.isLegacy(conn))) {
+      return encode({ type, message: legacyMessage(message) });
+    }
+    return encode({ type, roomId: message.roomId, message, rev: stored.rev });
+  };
+  const roomNotFound = (conn: ChatConnection, roomId: string) => {
+    if (countAbuse(conn)) return;
+    hub.send(
+      conn,
+      encode({ type: 'error', code: ChatErrorCode.NOT_FOUND, message: 'Room not found', roomId }),
+    );
+  };
+  /** Edit/delete in a room other than general: a room the caller cannot see answers NOT_FOUND, as a missing one. */
+  const canSee = async (conn: ChatConnection, id: ChatIdentity, roomId: string) => {
+    if (roomId === GENERAL_ROOM_ID || !rooms) return true;
+    const access = await rooms.access(roomId, { userId: id.userId, isAdmin: id.isAdmin });
+    if (access && (access.canWrite || id.isAdmin)) return true;
+    roomNotFound(conn, roomId);
+    return false;
   };
 
   /** The identity allowed to write, or null after telling the client why not. */
@@ -294,8 +390,10 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       if (!w) return;
       t = since(t, 'checks');
       const { id, text } = w;
+      const roomId = roomOf(conn, msg.roomId);
       try {
-        const { message, created } = await repo.insert({
+        const result = await repo.insert({
+          roomId,
           userId: id.userId,
           userName: id.name,
           userAvatar: id.image,
@@ -303,9 +401,18 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
           clientMessageId: msg.clientMessageId,
         });
         since(t, 'store');
+        if (result.ok === false) return roomNotFound(conn, roomId);
+        const { message, rev, mv } = result;
         // A retried clientMessageId gets its stored message back, to the sender only.
-        if (created) publish({ type: 'new_message', message });
-        else hub.send(conn, encode({ type: 'new_message', message }));
+        if (!result.created) return hub.send(conn, changeFrame(conn, 'new_message', result));
+        publish({ type: 'new_message', roomId: message.roomId, rev, mv, message });
+        // A sender not following the room still learns that (and how) its message was stored.
+        if (live && !live.subscription(conn, message.roomId))
+          hub.send(conn, changeFrame(conn, 'new_message', result));
+        const kind = result.roomKind as RoomKind | undefined;
+        if (notifier && kind && (kind === 'direct' || message.message.includes('@'))) {
+          void notifier.onMessage(kind, message);
+        }
       } catch (err) {
         internal(conn, err, 'store the message');
       }
@@ -315,12 +422,19 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       const w = await writableText(conn, msg.message);
       if (!w) return;
       const { id, text } = w;
+      const roomId = roomOf(conn, msg.roomId);
       try {
-        const result = await repo.update(msg.messageId, text, {
-          userId: id.userId,
-          isAdmin: id.isAdmin,
-        });
-        if (result.ok) return publish({ type: 'message_updated', message: result.value });
+        if (!(await canSee(conn, id, roomId))) return;
+        const result = await repo.update(
+          msg.messageId,
+          text,
+          { userId: id.userId, isAdmin: id.isAdmin },
+          roomId,
+        );
+        if (result.ok) {
+          const { message, rev, mv } = result.value;
+          return publish({ type: 'message_updated', roomId, rev, mv, message });
+        }
         return refuseMutation(conn, result.reason, 'edit');
       } catch (err) {
         internal(conn, err, 'edit the message');
@@ -331,12 +445,82 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       const id = writer(conn);
       if (!id) return;
       if (!(await sessionLive(conn, id))) return;
+      const roomId = roomOf(conn, msg.roomId);
       try {
-        const result = await repo.remove(msg.messageId, { userId: id.userId, isAdmin: id.isAdmin });
-        if (result.ok) return publish({ type: 'message_deleted', messageId: result.value });
+        if (!(await canSee(conn, id, roomId))) return;
+        const result = await repo.remove(msg.messageId, { userId: id.userId, isAdmin: id.isAdmin }, roomId);
+        if (result.ok) {
+          const { message, rev, mv } = result.value;
+          return publish({
+            type: 'message_deleted',
+            roomId,
+            rev,
+            mv,
+            messageId: message.id,
+            seq: message.seq,
+          });
+        }
         return refuseMutation(conn, result.reason, 'delete');
       } catch (err) {
         internal(conn, err, 'delete the message');
+      }
+    },
+
+    async subscribe(conn: ChatConnection, msg: Extract<ClientMessage, { type: 'subscribe' }>) {
+      if (!live || !rooms) return fail(conn, ChatErrorCode.UNKNOWN_TYPE, 'Rooms are not available');
+      live.upgrade(conn);
+      const { roomId } = msg;
+      if (!live.subscription(conn, roomId) && live.count(conn) >= ChatLimits.MAX_SUBSCRIPTIONS) {
+        return fail(
+          conn,
+          ChatErrorCode.TOO_MANY_SUBSCRIPTIONS,
+          `A socket can follow at most ${ChatLimits.MAX_SUBSCRIPTIONS} rooms`,
+        );
+      }
+      const id = conn.identity;
+      let kind: RoomKind = 'general';
+      let canWrite = id !== null;
+      if (roomId !== GENERAL_ROOM_ID) {
+        // Guests read general only.
+        if (!id) return roomNotFound(conn, roomId);
+        if (!(await sessionLive(conn, id))) return;
+        const access = await rooms.access(roomId, { userId: id.userId, isAdmin: id.isAdmin });
+        if (!access) return roomNotFound(conn, roomId);
+        kind = access.kind;
+        canWrite = access.canWrite;
+      }
+      if (conn.ws.readyState !== conn.ws.OPEN) return;
+      try {
+        await live.subscribe(conn, roomId, {
+          sinceSeq: msg.sinceSeq,
+          sinceRev: msg.sinceRev,
+          kind,
+          canWrite,
+        });
+      } catch (err) {
+        internal(conn, err, 'subscribe to the room');
+      }
+    },
+
+    async mark_read(conn: ChatConnection, msg: Extract<ClientMessage, { type: 'mark_read' }>) {
+      if (!rooms) return fail(conn, ChatErrorCode.UNKNOWN_TYPE, 'Rooms are not available');
+      live?.upgrade(conn);
+      const id = conn.identity;
+      if (!id) return fail(conn, ChatErrorCode.UNAUTHORIZED, 'Guests have no read position: sign in');
+      if (!(await sessionLive(conn, id))) return;
+      try {
+        const result = await rooms.markRead(msg.roomId, { userId: id.userId, isAdmin: id.isAdmin }, msg.seq);
+        if ('error' in result) return roomNotFound(conn, msg.roomId);
+        if (!result.changed) return;
+        publish({
+          type: 'read',
+          roomId: msg.roomId,
+          userId: id.userId,
+          seq: result.lastReadSeq,
+          toAll: result.kind === 'direct' || result.kind === 'private',
+        });
+      } catch (err) {
+        internal(conn, err, 'store the read position');
       }
     },
   };
@@ -387,11 +571,12 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
   return {
     fail,
     publish,
+    receive,
     open(conn) {
       sockets.set(conn, newState());
     },
     idle: (conn) => stateOf(conn).chain,
-    listen: () => bus.subscribe(CHAT_BUS_TOPIC, receive),
+    listen: () => bus.subscribe(roomTopic(GENERAL_ROOM_ID), receive),
     disconnectUser(event) {
       const code = event.reason === 'banned' ? CloseCode.POLICY : CloseCode.SESSION_ENDED;
       const accountChanged = event.reason === 'account_changed';
@@ -421,10 +606,18 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
           hub.send(conn, encode({ type: 'pong', timestamp: new Date().toISOString() }));
           return;
         case 'typing': {
+          const roomId = roomOf(conn, msg.roomId);
           const id = writer(conn);
-          if (!id || !typing.allow(id.userId, msg.isTyping)) return;
+          if (!id) return;
+          if (roomId !== GENERAL_ROOM_ID && !live?.subscription(conn, roomId)?.canWrite) {
+            return roomNotFound(conn, roomId);
+          }
+          // general keeps the §6 key (forgotten when the user leaves); a room's key is per user and room.
+          const typingKey = roomId === GENERAL_ROOM_ID ? id.userId : `${id.userId}:${roomId}`;
+          if (!typing.allow(typingKey, msg.isTyping)) return;
           const typingEvent: ChatBusEvent = {
             type: 'typing',
+            roomId,
             userId: id.userId,
             userName: id.name,
             isTyping: msg.isTyping,
@@ -445,6 +638,16 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
           return enqueue(conn, () => handlers.edit_message(conn, msg));
         case 'delete_message':
           return enqueue(conn, () => handlers.delete_message(conn, msg));
+        case 'subscribe':
+          return enqueue(conn, () => handlers.subscribe(conn, msg));
+        case 'unsubscribe':
+          live?.upgrade(conn);
+          if (!live?.unsubscribe(conn, msg.roomId, 'requested')) {
+            hub.send(conn, encode({ type: 'unsubscribed', roomId: msg.roomId, reason: 'requested' }));
+          }
+          return;
+        case 'mark_read':
+          return enqueue(conn, () => handlers.mark_read(conn, msg));
       }
     },
   };

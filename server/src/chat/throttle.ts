@@ -24,6 +24,8 @@ export interface ThrottleDeps {
   logger: Logger;
   /** Upper bound on a store round trip before the local fallback answers instead. */
   storeTimeoutMs?: number;
+  /** Store key prefix of the counters (default `chat:throttle:`); the same limiter counts room creations. */
+  keyPrefix?: string;
 }
 
 export function createMessageThrottle(deps: ThrottleDeps): MessageThrottle {
@@ -63,7 +65,7 @@ export function createMessageThrottle(deps: ThrottleDeps): MessageThrottle {
       } else {
         try {
           result = await withTimeout(
-            store.incrWindow(`chat:throttle:${userId}`, windowMs),
+            store.incrWindow(`${deps.keyPrefix ?? 'chat:throttle:'}${userId}`, windowMs),
             timeoutMs,
             'store timeout',
           );
@@ -112,6 +114,9 @@ export function createTypingThrottle(intervalMs: number = ChatLimits.TYPING_INTE
     },
     forget(userId) {
       state.delete(userId);
+      // Rooms other than general are keyed `<userId>:<roomId>`.
+      const prefix = `${userId}:`;
+      for (const key of state.keys()) if (key.startsWith(prefix)) state.delete(key);
     },
   };
 }

@@ -42,6 +42,13 @@ export interface Bus {
   publish<T>(topic: string, payload: T): Promise<void>;
   /** Returns an unsubscribe function. */
   subscribe<T>(topic: string, handler: BusHandler<T>): () => void;
+  /**
+   * Subscribes to a topic that travels on a channel of its own (a chat room, `chat.room.<id>`): this instance
+   * listens on that channel only while it has a handler for the topic, so a message reaches only the instances
+   * that want it. Resolves once messages published from then on reach this instance (at once for a local bus;
+   * once the store confirmed the subscription, or failed to, for the Redis bus). Returns the unsubscribe function.
+   */
+  join<T>(topic: string, handler: BusHandler<T>): Promise<() => void>;
   isDegraded(): boolean;
   stats(): BusStats;
   close(): Promise<void>;
@@ -152,6 +159,7 @@ export function createLocalBus(
       local.dispatch(createEnvelope(instanceId, topic, payload));
     },
     subscribe: (topic, handler) => local.subscribe(topic, handler),
+    join: async (topic, handler) => local.subscribe(topic, handler),
     isDegraded: () => degraded,
     stats: () => counters.snapshot(),
     async close() {

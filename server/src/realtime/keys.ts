@@ -44,6 +44,9 @@ export function busChannels(control: string, notificationChannels = NOTIFICATION
   };
 }
 
+/** Topics of chat rooms other than `general`; each travels on a channel of its own (`<control>:room:<id>`). */
+export const ROOM_TOPIC_PREFIX = 'chat.room.';
+
 /** FNV-1a: a cheap, stable spread of user ids over the notification channels (same on every instance). */
 export function hash32(value: string): number {
   let h = 0x811c9dc5;
@@ -66,6 +69,9 @@ export function channelFor(
   payload: unknown,
   messageId: string,
 ): string {
+  // A room's own channel: only instances with a subscriber of that room listen on it (sharded on a cluster).
+  if (topic.startsWith(ROOM_TOPIC_PREFIX))
+    return `${channels.control}:room:${topic.slice(ROOM_TOPIC_PREFIX.length)}`;
   if (topic.startsWith('chat.')) return channels.chat;
   if (topic.startsWith('rt.') || topic.startsWith('test.')) return channels.control;
   const userId =

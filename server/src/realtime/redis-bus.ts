@@ -47,6 +47,9 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const sharded = options.sharded === true;
   const channels = busChannels(options.channel, options.notificationChannels);
   const subscribed = new Set(channels.all);
+  /** Room channels this instance listens on, with the number of local handlers of each. */
+  const dynamic = new Map<string, number>();
+  const joining = new Map<string, Promise<void>>();
   const connections = [pub, sub, ...(options.watch ?? [])];
   const counters = new BusCounters(options.onLatencySeconds);
   const local = new LocalDispatcher((topic, err) => logger.error({ topic, err }, 'bus handler failed'));
@@ -111,19 +114,19 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   let suspect: string[] | undefined;
   const subscribeAll = async () => {
     if (!sharded) {
-      await sub.subscribe(...channels.all);
+      await sub.subscribe(...channels.all, ...dynamic.keys());
       return;
     }
     // One SSUBSCRIBE per channel: each may live on another shard (ioredis routes it to that shard's subscriber).
     if (!everSubscribed) {
-      await Promise.all(channels.all.map((ch) => sub.ssubscribe(ch)));
+      await Promise.all([...channels.all, ...dynamic.keys()].map((ch) => sub.ssubscribe(ch)));
       return;
     }
     // ioredis re-subscribes by itself after a topology change; this only repairs channels still not carrying
     // our probe. SUNSUBSCRIBE first: ioredis appends every SSUBSCRIBE to the channel list it replays, and
     // SUNSUBSCRIBE removes every copy, so repeated repairs during a long outage do not grow that list.
     await Promise.all(
-      (suspect ?? channels.all).map(async (ch) => {
+      (suspect ?? [...channels.all, ...dynamic.keys()]).map(async (ch) => {
         await sub.sunsubscribe(ch).catch(() => {});
         await sub.ssubscribe(ch);
       }),
@@ -281,6 +284,48 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       }
     },
     subscribe: (topic, handler) => local.subscribe(topic, handler),
+    async join(topic, handler) {
+      const off = local.subscribe(topic, handler);
+      const ch = channelFor(channels, topic, undefined, '');
+      const count = (dynamic.get(ch) ?? 0) + 1;
+      dynamic.set(ch, count);
+      subscribed.add(ch);
+      if (count === 1 && !closed) {
+        // While degraded the subscription is left to recovery (subscribeAll includes every room channel).
+        const pending = degraded
+          ? Promise.resolve()
+          : (sharded ? sub.ssubscribe(ch) : sub.subscribe(ch)).then(
+              () => {},
+              (err: unknown) => {
+                logger.warn(
+                  { err: err instanceof Error ? err.message : String(err) },
+                  'room subscribe failed',
+                );
+              },
+            );
+        joining.set(ch, pending);
+        void pending.finally(() => {
+          if (joining.get(ch) === pending) joining.delete(ch);
+        });
+      }
+      await joining.get(ch);
+      let left = false;
+      return () => {
+        if (left) return;
+        left = true;
+        off();
+        const rest = (dynamic.get(ch) ?? 1) - 1;
+        if (rest > 0) {
+          dynamic.set(ch, rest);
+          return;
+        }
+        dynamic.delete(ch);
+        subscribed.delete(ch);
+        if (closed || sub.status !== 'ready') return;
+        // Commands on the subscriber connection run in order: a re-join right after queues behind this.
+        void (sharded ? sub.sunsubscribe(ch) : sub.unsubscribe(ch)).catch(() => {});
+      };
+    },
     isDegraded: () => degraded,
     stats: () => counters.snapshot(),
     async start(timeoutMs = 2_000) {

@@ -204,6 +204,33 @@ describe('redis bus between two instances', () => {
     offB();
   });
 
+  it('carries a room topic only to instances that joined it, on a channel of its own', async () => {
+    const topic = `chat.room.${randomUUID()}`;
+    const roomChannel = `${channel}:room:${topic.slice('chat.room.'.length)}`;
+    const onB: unknown[] = [];
+    // Not joined: B's subscriber of the topic hears nothing, and nobody listens on the room's channel.
+    const offLocal = b.bus.subscribe(topic, (p) => onB.push(p));
+    await a.bus.publish(topic, { n: 1 });
+    expect(await raw.pubsub('NUMSUB', roomChannel)).toEqual([roomChannel, 0]);
+    const leave = await b.bus.join(topic, (p) => onB.push(p));
+    expect(await raw.pubsub('NUMSUB', roomChannel)).toEqual([roomChannel, 1]);
+    await a.bus.publish(topic, { n: 2 });
+    // Both of B's handlers of the topic receive it, once each.
+    await waitFor('room delivery', () => (onB.length >= 2 ? true : undefined));
+    expect(onB).toEqual([{ n: 2 }, { n: 2 }]);
+    leave();
+    offLocal();
+    // The last local handler gone, the instance leaves the channel.
+    for (
+      let i = 0;
+      i < 100 && ((await raw.pubsub('NUMSUB', roomChannel)) as [string, number])[1] !== 0;
+      i++
+    ) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(await raw.pubsub('NUMSUB', roomChannel)).toEqual([roomChannel, 0]);
+  });
+
   it('drops a duplicated message id but delivers two updates of one entity', async () => {
     const got: unknown[] = [];
     const off = b.bus.subscribe('x.dup', (p) => got.push(p));
