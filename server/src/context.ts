@@ -4,6 +4,7 @@ import type { Auth } from './auth/auth.js';
 import type { SessionResolver } from './auth/guard.js';
 import type { Revocation } from './auth/revocation.js';
 import type { Config } from './config.js';
+import type { Email } from './email/index.js';
 import type { OverloadMonitor } from './http/overload.js';
 import type { Database } from './infra/db.js';
 import type { EmailOutbox } from './infra/email-outbox.js';
@@ -23,6 +24,8 @@ export interface AppContext {
   mailer: Mailer;
   /** The durable email queue every feature sends through. */
   outbox: EmailOutbox;
+  /** Email rendering, unsubscribe tokens, notification emails and digests (email/). */
+  email: Email;
   realtime: Realtime;
   auth: Auth;
   sessions: SessionResolver;

@@ -82,6 +82,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
       html_body: string;
       attempts: string | number;
       dedupe_key: string | null;
+      headers: Record<string, string> | string | null;
     }>(
       await db.execute(sql`
         update email_outbox set attempts = attempts + 1, locked_until = ${inMs(leaseMs)}
@@ -91,7 +92,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
           order by next_attempt_at, id
           limit ${batchSize}
           for update skip locked)
-        returning id::text as id, to_address, subject, text_body, html_body, attempts, dedupe_key`),
+        returning id::text as id, to_address, subject, text_body, html_body, attempts, dedupe_key, headers`),
     );
 
   /** Writes the row's new state; a final outcome is reported to onOutcome in the same transaction. */
@@ -118,6 +119,9 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
             subject: row.subject,
             text: row.text_body,
             html: row.html_body,
+            ...(row.headers
+              ? { headers: typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers }
+              : {}),
           });
           await settle(
             sql`update email_outbox set status = 'sent', sent_at = now(), locked_until = null, last_error = null
@@ -172,20 +176,27 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
   const kick = () => loop.kick();
 
   return {
-    /** Queues emails; a dedupe key already queued is ignored. Returns how many were new. */
-    async enqueue(emails: OutboxEmail[]): Promise<number> {
+    /**
+     * Queues emails; a dedupe key already queued is ignored. Returns how many were new. `executor` lets a caller
+     * queue inside its own transaction (a digest is queued and marked done together); the caller then kicks.
+     */
+    async enqueue(emails: OutboxEmail[], executor: Executor = db): Promise<number> {
       if (emails.length === 0) return 0;
       const values = sql.join(
-        emails.map((e) => sql`(${e.dedupeKey}, ${e.to}, ${e.subject}, ${e.text}, ${e.html})`),
+        emails.map(
+          (e) =>
+            sql`(${e.dedupeKey}, ${e.to}, ${e.subject}, ${e.text}, ${e.html}, ${e.headers ? JSON.stringify(e.headers) : null}::jsonb)`,
+        ),
         sql`, `,
       );
       const rows = rowsOf<{ id: string }>(
-        await db.execute(
-          sql`insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body) values ${values}
+        await executor.execute(
+          sql`insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body, headers)
+              values ${values}
               on conflict (dedupe_key) do nothing returning id::text as id`,
         ),
       );
-      if (rows.length > 0) kick();
+      if (rows.length > 0 && executor === db) kick();
       return rows.length;
     },
     start: () => loop.start(),

@@ -8,6 +8,8 @@ export interface Mail {
   subject: string;
   text: string;
   html: string;
+  /** Extra headers: Content-Language, List-Unsubscribe(-Post) (email/renderer.ts). */
+  headers?: Record<string, string>;
 }
 
 export interface Mailer {

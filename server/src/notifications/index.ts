@@ -24,14 +24,14 @@ declare module 'fastify' {
 }
 
 export function registerNotifications(app: FastifyInstance): void {
-  const { config, database, store, outbox, realtime, lifecycle, revocation, webhooks } = app.ctx;
+  const { config, database, store, email, realtime, lifecycle, revocation, webhooks } = app.ctx;
   const logger = app.log.child({ feature: 'notifications' });
   const repo = createNotificationRepository(database.db, webhooks.events);
   const unread = createUnreadCache({ store, logger, countFromDb: (id) => repo.unreadCount(id) });
   const delivery = createDelivery(
     [
       sseStrategy(realtime.presence),
-      emailStrategy({ repo, kick: () => outbox.kick(), feBaseUrl: config.FE_BASE_URL }),
+      emailStrategy({ repo, emails: email.notificationEmails }),
       pushStrategy(),
     ],
     logger,
