@@ -309,7 +309,8 @@ export function createEmailRenderer(branding: EmailBranding) {
       try {
         render(sample, locale);
       } catch (err) {
-        problems.add(`EMAIL_TEMPLATES_DIR: ${(err as Error).message}`);
+        // One line per problem, like every other start-up error (Handlebars' parse errors span several).
+        problems.add(`EMAIL_TEMPLATES_DIR: ${(err as Error).message.replace(/\s*\n[\s-]*\^?\s*/g, ' ')}`);
       }
     }
   }
