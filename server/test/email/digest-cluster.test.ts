@@ -83,9 +83,9 @@ describe('digests across instances and restarts', () => {
     expect(digest.subject).toBe('Your Acme digest: 3 unread notifications');
     for (const title of ['from zero', 'from one', 'again from zero']) expect(digest.text).toContain(title);
     // No one-by-one emails besides.
-    expect(cluster.smtp.messages.filter((m) => m.to.includes(user.email) && m.subject.includes('from'))).toEqual(
-      [],
-    );
+    expect(
+      cluster.smtp.messages.filter((m) => m.to.includes(user.email) && m.subject.includes('from')),
+    ).toEqual([]);
 
     // Let both instances poll a few more rounds: still one row, one outbox email, one message.
     for (let i = 0; i < 100; i++) {
@@ -101,10 +101,9 @@ describe('digests across instances and restarts', () => {
       { status: 'sent' },
     ]);
     expect(
-      await query<{ n: number }>(
-        `select count(*)::int as n from email_outbox where dedupe_key like $1`,
-        [`digest:${user.id}@%`],
-      ),
+      await query<{ n: number }>(`select count(*)::int as n from email_outbox where dedupe_key like $1`, [
+        `digest:${user.id}@%`,
+      ]),
     ).toEqual([{ n: 1 }]);
     expect(cluster.smtp.messages.filter(isDigest)).toHaveLength(1);
     expect(restartedInside, 'the restart finished inside the window').toBe(true);
