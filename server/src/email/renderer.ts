@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Handlebars from 'handlebars';
 import { ConfigError } from '../config.js';
-import { safeSubject } from '../infra/mailer.js';
+import { escapeHtml, safeSubject } from '../infra/mailer.js';
 import {
   DICTIONARIES,
   type Dictionary,
@@ -88,6 +88,22 @@ export function textColorOn(hex: string): string {
   return luminance > 0.4 ? '#111111' : '#ffffff';
 }
 
+/** Marks the one value an HTML part inserts as markup: the layout's `content` (an already rendered part). */
+class Markup {
+  constructor(readonly html: string) {}
+}
+
+/** Every string of a template's variables HTML-escaped (objects and arrays deeply), Markup unwrapped as is. */
+function escapeValues(value: unknown): unknown {
+  if (typeof value === 'string') return escapeHtml(value);
+  if (value instanceof Markup) return value.html;
+  if (Array.isArray(value)) return value.map(escapeValues);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, escapeValues(v)]));
+  }
+  return value;
+}
+
 const cut = (text: string, max: number) =>
   text.length > max ? `${text.slice(0, max - 1).trimEnd()}…` : text;
 
@@ -96,8 +112,10 @@ export function createEmailRenderer(branding: EmailBranding) {
   const hbs = Handlebars.create();
   // strict: a variable that does not exist is an error, so a misspelt name in an override is refused at start-up
   // instead of rendering empty. knownHelpersOnly: only the built-in block helpers (if, each, unless, with).
-  const compile = (source: string, part: Part): Compiled =>
-    hbs.compile(source, { strict: true, knownHelpersOnly: true, noEscape: part !== 'html' });
+  // noEscape everywhere: HTML parts get their values escaped before rendering (escapeValues), so even `{{{title}}}`
+  // in an override cannot let user text through as markup, and URLs keep a readable `=`.
+  const compile = (source: string): Compiled =>
+    hbs.compile(source, { strict: true, knownHelpersOnly: true, noEscape: true });
 
   // Texts per locale with {{appName}} filled once (it never changes while the process runs).
   const strings = Object.fromEntries(
@@ -155,7 +173,7 @@ export function createEmailRenderer(branding: EmailBranding) {
         const override = overrides.get(`${name}.${locale}.${part}`) ?? overrides.get(`${name}.${part}`);
         const source = override?.source ?? bundled.get(`${name}.${part}`);
         if (source === undefined) continue;
-        table.set(key(name, locale, part), { compiled: compile(source, part), file: override?.file ?? null });
+        table.set(key(name, locale, part), { compiled: compile(source), file: override?.file ?? null });
       }
     }
   }
@@ -186,7 +204,7 @@ export function createEmailRenderer(branding: EmailBranding) {
     const entry = table.get(key(name, locale, part));
     if (!entry) return null;
     try {
-      return entry.compiled(vars);
+      return entry.compiled(part === 'html' ? escapeValues(vars) : vars);
     } catch (err) {
       // Only reachable for a template that passed the start-up check with sample data; name it in the log.
       throw new Error(`email template ${entry.file ?? `${name}.${part}`}: ${(err as Error).message}`);
@@ -280,7 +298,7 @@ export function createEmailRenderer(branding: EmailBranding) {
     };
     const html = run('layout', locale, 'html', {
       ...layoutVars,
-      content: run(name, locale, 'html', vars) ?? '',
+      content: new Markup(run(name, locale, 'html', vars) ?? ''),
     });
     const text = run('layout', locale, 'txt', {
       ...layoutVars,

@@ -493,6 +493,7 @@ describe('email: branding, templates, locales, unsubscribe, digests', () => {
       const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
       expect(code).toBe(1);
       expect(stderr).toContain(path.join(dir, 'digest.html'));
-    });
+      // A cold tsx start of the whole server on a loaded 2-core machine.
+    }, 180_000);
   });
 });
