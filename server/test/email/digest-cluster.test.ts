@@ -50,6 +50,8 @@ describe('digests across instances and restarts', () => {
         APP_NAME: 'Acme',
         EMAIL_QUEUE_POLL_MS: '100',
         EMAIL_DIGEST_HOURLY_MS: String(WINDOW_MS),
+        // Nothing here is about store outages: a loaded machine must not turn a slow Redis reply into "degraded".
+        CACHE_COMMAND_TIMEOUT_MS: '10000',
       },
     });
     admin = await createVerifiedUserOn(cluster, 0, { email: 'chief@example.test' });
