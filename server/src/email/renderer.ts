@@ -204,7 +204,7 @@ export function createEmailRenderer(branding: EmailBranding) {
     const entry = table.get(key(name, locale, part));
     if (!entry) return null;
     try {
-      return entry.compiled(part === 'html' ? escapeValues(vars) : vars);
+      return entry.compiled(part === 'html' ? (escapeValues(vars) as object) : vars);
     } catch (err) {
       // Only reachable for a template that passed the start-up check with sample data; name it in the log.
       throw new Error(`email template ${entry.file ?? `${name}.${part}`}: ${(err as Error).message}`);
