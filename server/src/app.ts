@@ -21,6 +21,7 @@ import { createRevocation } from './auth/revocation.js';
 import { registerChat } from './chat/index.js';
 import { type Config, parseTrustProxy } from './config.js';
 import type { AppContext } from './context.js';
+import { createEmail, createEmailRendererFromConfig, registerEmail } from './email/index.js';
 import { emailOutcomeEvent } from './events/email.js';
 import { createEventOutbox } from './events/outbox.js';
 import { installCachePolicy } from './http/cache.js';
@@ -83,6 +84,8 @@ function isPolledRead(request: { method?: string; url?: string }): boolean {
 }
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
+  // First: a broken email template override stops start-up before a database or store is opened.
+  const emailRenderer = createEmailRendererFromConfig(config);
   const app = Fastify({
     logger: {
       ...loggerOptions(config.LOG_LEVEL, options.prettyLogs ?? false),
@@ -271,11 +274,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   realtime.onRecovered(() => {
     void revocation.drain();
   });
+  const email = createEmail({ config, db: database.db, outbox, logger, renderer: emailRenderer });
   const auth = createAuth({
     config,
     db: database.db,
     store,
     outbox,
+    emails: emailRenderer,
     logger,
     realtime,
     revocation,
@@ -290,6 +295,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     store,
     mailer,
     outbox,
+    email,
     realtime,
     auth,
     sessions,
@@ -355,6 +361,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   // features
   registerNotifications(app);
+  registerEmail(app);
   // Before the routes that accept keys (admin broadcast, metrics) use `app.apiKeys`.
   registerApiKeys(app);
   registerAdmin(app);

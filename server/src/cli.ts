@@ -7,6 +7,7 @@ import { eq } from 'drizzle-orm';
 import { createAuth, hashPassword } from './auth/auth.js';
 import { createRevocation, type Revocation } from './auth/revocation.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
+import { createEmailRendererFromConfig } from './email/index.js';
 import { DataDirLockedError } from './infra/data-dir-lock.js';
 import { createDatabase, type Database } from './infra/db.js';
 import { createEmailOutbox } from './infra/email-outbox.js';
@@ -124,7 +125,8 @@ export async function createAdmin(
     });
     const revocation = createRevocation({ store, db: database.db, logger });
     revocations.push(revocation);
-    const auth = createAuth({ config, db: database.db, store, outbox, logger, revocation });
+    const emails = createEmailRendererFromConfig(config);
+    const auth = createAuth({ config, db: database.db, store, outbox, emails, logger, revocation });
     const ctx = await auth.$context;
     const hash = await hashPassword(input.password);
     const existing = await ctx.internalAdapter.findUserByEmail(email, { includeAccounts: true });

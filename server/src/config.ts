@@ -230,7 +230,25 @@ export const EnvSchema = z.object({
   SMTP_PASS: optionalString,
   // How long the start-up SMTP check (connection + login) may take before it is reported as failed.
   SMTP_VERIFY_TIMEOUT_MS: int(5_000, 100, 60_000),
-  SMTP_FROM: optionalString.default('Herald <no-reply@localhost>'),
+  // Sender; without a display name (or unset) APP_NAME is used as one (`"<APP_NAME>" <no-reply@localhost>`).
+  SMTP_FROM: optionalString,
+  // Email branding and rendering (docs/email.md): the product name in every subject, body and sender name.
+  APP_NAME: optionalString.default('Herald').refine((v) => v.length <= 60 && !/[\p{Cc}<>"]/u.test(v), {
+    message: 'APP_NAME must be at most 60 characters, without control characters, <, > or "',
+  }),
+  EMAIL_LOGO_URL: httpUrl('EMAIL_LOGO_URL'),
+  EMAIL_ACCENT_COLOR: optionalString
+    .default('#4f46e5')
+    .refine((v) => /^#(?:[0-9a-f]{3}|[0-9a-f]{6})$/i.test(v), {
+      message: 'EMAIL_ACCENT_COLOR must be a hex colour, #rgb or #rrggbb',
+    }),
+  // Operator overrides of the email templates: files named as in docs/email.md; checked at start-up.
+  EMAIL_TEMPLATES_DIR: optionalString,
+  // Locale of users who have none (BCP 47; emails exist in en and de, others fall back to en).
+  DEFAULT_LOCALE: optionalString.default('en'),
+  // Digest windows (CONTRACT §12): one digest per user per window of this length.
+  EMAIL_DIGEST_HOURLY_MS: int(3_600_000, 100),
+  EMAIL_DIGEST_DAILY_MS: int(86_400_000, 100),
   SOCIAL_PROVIDER: optionalString.default('oidc').refine((v) => /^[a-z][a-z0-9_-]{0,31}$/.test(v), {
     message: 'SOCIAL_PROVIDER must be a lowercase provider id such as "oidc", "google" or "github"',
   }),
@@ -346,7 +364,9 @@ export type Env = z.input<typeof EnvSchema>;
 type ParsedEnv = z.output<typeof EnvSchema>;
 
 export interface Config
-  extends Omit<ParsedEnv, 'FRONTEND_URL' | 'INSTANCE_ID' | 'AUTH_SECRET' | 'SMTP_PASS'> {
+  extends Omit<ParsedEnv, 'FRONTEND_URL' | 'INSTANCE_ID' | 'AUTH_SECRET' | 'SMTP_PASS' | 'SMTP_FROM'> {
+  /** Always with a display name (APP_NAME when SMTP_FROM gives none). */
+  SMTP_FROM: string;
   isProduction: boolean;
   /** Non-fatal findings (likely misspelt variables), logged once at start-up. */
   warnings: string[];
@@ -445,6 +465,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `SOCIAL_ISSUER: required for the generic OpenID Connect provider "${e.SOCIAL_PROVIDER}" (well-known providers: ${[...BUILT_IN_SOCIAL_PROVIDERS].join(', ')})`,
     );
   }
+  const defaultLocale = normalizeLocale(e.DEFAULT_LOCALE);
+  if (defaultLocale === null) {
+    problems.push(`DEFAULT_LOCALE: "${e.DEFAULT_LOCALE}" is not a BCP 47 language tag (e.g. en, de, de-AT)`);
+  }
+  const smtpFrom = senderWithName(e.SMTP_FROM, e.APP_NAME);
+  if (smtpFrom === null) {
+    problems.push('SMTP_FROM must be an address (no-reply@example.com) or "Name <no-reply@example.com>"');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const apiBaseUrl = (e.API_BASE_URL ?? `http://localhost:${e.PORT || 3001}`).replace(/\/+$/, '');
@@ -454,6 +482,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     ...rest,
     SMTP_PASSWORD: smtpPassword,
+    SMTP_FROM: smtpFrom ?? '',
+    DEFAULT_LOCALE: defaultLocale ?? 'en',
     warnings: unknownVariableWarnings(env),
     isProduction,
     API_BASE_URL: apiBaseUrl,
@@ -464,6 +494,30 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     AUTH_SECRET: e.AUTH_SECRET ?? developmentSecret(e.DATA_DIR),
     distributed: Boolean(e.CACHE_URL) && e.ENABLE_DISTRIBUTED_CHAT,
   };
+}
+
+/**
+ * A BCP 47 tag in canonical case (`de-at` → `de-AT`), or null when it is not one. Kept here (the lowest floor) so
+ * config and the email feature share one rule.
+ */
+export function normalizeLocale(tag: string): string | null {
+  if (tag.length === 0 || tag.length > 35 || !/^[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*$/.test(tag))
+    return null;
+  try {
+    return Intl.getCanonicalLocales(tag.replace(/_/g, '-'))[0] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** SMTP_FROM with a display name: APP_NAME when it has none; null when it is not an address at all. */
+function senderWithName(from: string | undefined, appName: string): string | null {
+  const quoted = `"${appName.replace(/["\\]/g, '')}"`;
+  if (from === undefined) return `${quoted} <no-reply@localhost>`;
+  if (/[\r\n]/.test(from)) return null;
+  const named = /^(.*)<([^<>\s]+@[^<>\s]+)>$/.exec(from.trim());
+  if (named) return named[1]?.trim() ? from.trim() : `${quoted} <${named[2]}>`;
+  return /^[^<>\s"]+@[^<>\s"]+$/.test(from.trim()) ? `${quoted} <${from.trim()}>` : null;
 }
 
 // ---- Misspelt variables ---------------------------------------------------------------------------------------

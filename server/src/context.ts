@@ -4,6 +4,7 @@ import type { Auth } from './auth/auth.js';
 import type { SessionResolver } from './auth/guard.js';
 import type { Revocation } from './auth/revocation.js';
 import type { Config } from './config.js';
+import type { Email } from './email/index.js';
 import type { EventOutbox } from './events/outbox.js';
 import type { CutShort } from './http/drain.js';
 import type { OverloadMonitor } from './http/overload.js';
@@ -25,6 +26,8 @@ export interface AppContext {
   mailer: Mailer;
   /** The durable email queue every feature sends through. */
   outbox: EmailOutbox;
+  /** Email rendering, unsubscribe tokens, notification emails and digests (email/). */
+  email: Email;
   realtime: Realtime;
   auth: Auth;
   sessions: SessionResolver;

@@ -21,6 +21,11 @@ async function main(): Promise<void> {
   try {
     app = await buildApp(config, { prettyLogs: !config.isProduction && process.stdout.isTTY });
   } catch (err) {
+    // A broken email template override (EMAIL_TEMPLATES_DIR) is reported like invalid configuration.
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
     if (err instanceof DataDirLockedError) {
       process.stderr.write(
         `Herald cannot start: ${err.message}. Stop the other process or give this one another DATA_DIR.\n`,

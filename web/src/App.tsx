@@ -15,6 +15,7 @@ import { PreferencesPage } from './pages/Preferences';
 import { ResetPasswordPage } from './pages/ResetPassword';
 import { SignInPage } from './pages/SignIn';
 import { SignUpPage } from './pages/SignUp';
+import { UnsubscribePage } from './pages/Unsubscribe';
 import { VerifyEmailPage } from './pages/VerifyEmail';
 import { navigate, useLocation } from './router';
 import { useCurrentUser } from './session';
@@ -28,6 +29,7 @@ const PAGES: Record<string, { access: Access; title: string; render: () => React
   '/forgot-password': { access: 'public', title: 'Forgot password', render: () => <ForgotPasswordPage /> },
   '/reset-password': { access: 'public', title: 'Reset password', render: () => <ResetPasswordPage /> },
   '/magic-link': { access: 'public', title: 'Magic link', render: () => <MagicLinkPage /> },
+  '/unsubscribe': { access: 'public', title: 'Unsubscribe', render: () => <UnsubscribePage /> },
   '/chat': { access: 'public', title: 'Chat', render: () => <ChatPage /> },
   '/notifications': { access: 'user', title: 'Notifications', render: () => <NotificationsPage /> },
   '/preferences': { access: 'user', title: 'Preferences', render: () => <PreferencesPage /> },

@@ -8,6 +8,8 @@ export interface CurrentUser {
   email: string;
   role: string | null;
   isAdmin: boolean;
+  /** BCP 47 tag of the user's emails, null for the service's default. */
+  locale: string | null;
 }
 
 export function useCurrentUser(): { user: CurrentUser | null; isPending: boolean; refetch: () => void } {
@@ -19,10 +21,17 @@ export function useCurrentUser(): { user: CurrentUser | null; isPending: boolean
     void latest.current();
   }, []);
   const u = session.data?.user as
-    | { id: string; name: string; email: string; role?: string | null }
+    | { id: string; name: string; email: string; role?: string | null; locale?: string | null }
     | undefined;
   const user = u
-    ? { id: u.id, name: u.name, email: u.email, role: u.role ?? null, isAdmin: u.role === 'admin' }
+    ? {
+        id: u.id,
+        name: u.name,
+        email: u.email,
+        role: u.role ?? null,
+        isAdmin: u.role === 'admin',
+        locale: u.locale ?? null,
+      }
     : null;
   return { user, isPending: session.isPending, refetch };
 }

@@ -6,12 +6,13 @@ import { type BetterAuthPlugin, betterAuth } from 'better-auth';
 import { createAuthMiddleware } from 'better-auth/api';
 import { admin, genericOAuth, magicLink, openAPI, username } from 'better-auth/plugins';
 import { sql } from 'drizzle-orm';
-import { BUILT_IN_SOCIAL_PROVIDERS, type Config } from '../config.js';
+import { z } from 'zod';
+import { BUILT_IN_SOCIAL_PROVIDERS, type Config, normalizeLocale } from '../config.js';
 import type { EventOutbox } from '../events/outbox.js';
-import type { Db } from '../infra/db.js';
+import { type Db, rowsOf } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
-import { actionEmail, type Mail } from '../infra/mailer.js';
+import type { Mail } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
 import type { Store } from '../infra/store.js';
 import type { Realtime, UserDisconnect } from '../realtime/index.js';
@@ -102,12 +103,30 @@ function isProviderFlow(path: string | undefined): boolean {
   );
 }
 
+/** Renders the account emails (email/renderer.ts: branded, localised templates); injected by the composition root. */
+export interface AuthEmails {
+  render(
+    data: { template: 'verify-email' | 'reset-password' | 'magic-link'; url: string },
+    locale: string | null | undefined,
+  ): Omit<Mail, 'to'>;
+}
+
+/** `locale` on the user (CONTRACT §12): a BCP 47 tag, stored in canonical case; null clears it. */
+const LocaleInputSchema = z
+  .string()
+  .max(35)
+  .refine((v) => normalizeLocale(v) !== null, {
+    message: 'locale must be a BCP 47 language tag such as en or de-AT',
+  })
+  .nullable();
+
 export interface AuthDeps {
   config: Config;
   db: Db;
   store: Store;
   /** Auth emails go through the durable queue so an SMTP outage delays them instead of losing them. */
   outbox: Pick<EmailOutbox, 'enqueue'>;
+  emails: AuthEmails;
   logger: Logger;
   /** Cluster-wide connection closing on ban, sign-out, revocation and password reset. */
   realtime?: Pick<Realtime, 'disconnectUser'>;
@@ -154,6 +173,12 @@ function createLocalWindows() {
   };
 }
 
+/** The user's stored locale tag (null when unset, so the renderer uses DEFAULT_LOCALE). */
+const localeOf = (user: object): string | null => {
+  const locale = (user as { locale?: unknown }).locale;
+  return typeof locale === 'string' ? locale : null;
+};
+
 /** Maps the better-auth endpoint that ended a session to the reason real-time clients are told. */
 function disconnectReason(path: string | undefined): UserDisconnect['reason'] {
   if (path === '/sign-out') return 'signed_out';
@@ -162,10 +187,42 @@ function disconnectReason(path: string | undefined): UserDisconnect['reason'] {
   return 'session_revoked';
 }
 
-export function createAuth({ config, db, store, outbox, logger, realtime, revocation, events }: AuthDeps) {
+export function createAuth({
+  config,
+  db,
+  store,
+  outbox,
+  emails,
+  logger,
+  realtime,
+  revocation,
+  events,
+}: AuthDeps) {
   const feLink = (page: string, token: string) =>
     `${config.FE_BASE_URL}/${page}?token=${encodeURIComponent(token)}`;
-  const send = async (kind: 'verify' | 'reset' | 'magic-link', token: string, mail: Mail) => {
+  const templates = { verify: 'verify-email', reset: 'reset-password', 'magic-link': 'magic-link' } as const;
+  const localeOfAddress = async (email: string): Promise<string | null> => {
+    const rows = rowsOf<{ locale: string | null }>(
+      await db.execute(sql`select locale from "user" where email = ${email.toLowerCase()} limit 1`),
+    );
+    return rows[0]?.locale ?? null;
+  };
+  /** Renders the account email in the recipient's locale (looked up by address when the hook has no user). */
+  const send = async (
+    kind: 'verify' | 'reset' | 'magic-link',
+    token: string,
+    to: string,
+    locale: string | null | undefined,
+    url: string,
+  ) => {
+    let mail: Mail;
+    try {
+      const tag = locale === undefined ? await localeOfAddress(to) : locale;
+      mail = { to, ...emails.render({ template: templates[kind], url }, tag) };
+    } catch (err) {
+      logger.error({ err, kind }, 'failed to render auth email');
+      return;
+    }
     // One queue row per token (a hash: the key is indexed and logged, the token must not be), so a retried hook
     // never queues the same link twice. Queued, not sent: the request never waits for SMTP. The hooks do not
     // await this either: a reset or magic-link request for an unknown address queues nothing, and a response that
@@ -263,12 +320,26 @@ export function createAuth({ config, db, store, outbox, logger, realtime, revoca
 
   const sensitiveRule = { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX };
   const instance = betterAuth({
-    appName: 'Herald',
+    // The product's own name (APP_NAME): better-auth uses it e.g. as the issuer of its own messages.
+    appName: config.APP_NAME,
     baseURL: config.API_BASE_URL,
     basePath: '/auth',
     secret: config.AUTH_SECRET,
     trustedOrigins: [...new Set([...config.CORS_ALLOWLISTED_ORIGINS, new URL(config.FE_BASE_URL).origin])],
     database: drizzleAdapter(db, { provider: 'pg', schema, camelCase: false }),
+    user: {
+      additionalFields: {
+        // The language of the user's emails (and the web app's default); set at sign-up or through update-user.
+        locale: {
+          type: 'string',
+          required: false,
+          input: true,
+          returned: true,
+          validator: { input: LocaleInputSchema },
+          transform: { input: (v) => (typeof v === 'string' ? normalizeLocale(v) : null) },
+        },
+      },
+    },
     secondaryStorage: {
       // A failed read degrades to "not in the store": sessions and verification values then come from PostgreSQL
       // (both are stored there too). Failed writes and deletes are repaired durably (writeOrRepair).
@@ -440,38 +511,17 @@ export function createAuth({ config, db, store, outbox, logger, realtime, revoca
       maxPasswordLength: 128,
       revokeSessionsOnPasswordReset: true,
       password: { hash: hashPassword, verify: verifyPassword },
+      // No user-chosen text in account emails (templates have no name variable): the address may belong to
+      // someone who never signed up (content spoofing).
       sendResetPassword: async ({ user, token }) => {
-        void send(
-          'reset',
-          token,
-          actionEmail({
-            to: user.email,
-            subject: 'Reset your Herald password',
-            // No user-chosen text: the address may belong to someone who never signed up (issue: content spoofing).
-            intro:
-              'Hello, someone asked to reset the password of this account. If it was not you, ignore this email.',
-            actionLabel: 'Choose a new password',
-            url: feLink('reset-password', token),
-          }),
-        );
+        void send('reset', token, user.email, localeOf(user), feLink('reset-password', token));
       },
     },
     emailVerification: {
       sendOnSignUp: true,
       sendOnSignIn: true,
       sendVerificationEmail: async ({ user, token }) => {
-        void send(
-          'verify',
-          token,
-          actionEmail({
-            to: user.email,
-            subject: 'Verify your email for Herald',
-            // No user-chosen text: anyone can type any address at sign-up, so the name must not reach that inbox.
-            intro: 'Hello, confirm your email address to finish creating your account.',
-            actionLabel: 'Verify email',
-            url: feLink('verify-email', token),
-          }),
-        );
+        void send('verify', token, user.email, localeOf(user), feLink('verify-email', token));
       },
     },
     rateLimit: {
@@ -503,17 +553,8 @@ export function createAuth({ config, db, store, outbox, logger, realtime, revoca
         // Stored as a hash: the raw token exists only in the email (see also verification.storeIdentifier).
         storeToken: 'hashed',
         sendMagicLink: async ({ email, token }) => {
-          void send(
-            'magic-link',
-            token,
-            actionEmail({
-              to: email,
-              subject: 'Your Herald sign-in link',
-              intro: 'Use this link to sign in. It expires in 15 minutes and works once.',
-              actionLabel: 'Sign in',
-              url: feLink('magic-link', token),
-            }),
-          );
+          // No user object here: the locale is looked up by address (DEFAULT_LOCALE for a sign-up by link).
+          void send('magic-link', token, email, undefined, feLink('magic-link', token));
         },
       }),
       admin(),

@@ -1,7 +1,7 @@
 // Owns the durable email queue every feature sends through (docs/architecture.md, "Email"); the claim/lease/
 // backoff mechanics are shared with the webhook queue (infra/queue.ts).
 import { type SQL, sql } from 'drizzle-orm';
-import { type Db, rowsOf } from './db.js';
+import { type Db, rowsOf, textArray } from './db.js';
 import type { Logger } from './logger.js';
 import type { Mail, Mailer } from './mailer.js';
 import { createQueueLoop, dueAndUnleased, inMs, backoffMs as jitteredBackoff } from './queue.js';
@@ -82,6 +82,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
       html_body: string;
       attempts: string | number;
       dedupe_key: string | null;
+      headers: Record<string, string> | string | null;
     }>(
       await db.execute(sql`
         update email_outbox set attempts = attempts + 1, locked_until = ${inMs(leaseMs)}
@@ -91,7 +92,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
           order by next_attempt_at, id
           limit ${batchSize}
           for update skip locked)
-        returning id::text as id, to_address, subject, text_body, html_body, attempts, dedupe_key`),
+        returning id::text as id, to_address, subject, text_body, html_body, attempts, dedupe_key, headers`),
     );
 
   /** Writes the row's new state; a final outcome is reported to onOutcome in the same transaction. */
@@ -107,8 +108,28 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
     });
   };
 
+  /**
+   * The sent rows of a round in one statement and one transaction (with their outcomes): a commit per email
+   * was the outbox's limit (docs/performance.md, "Email digests").
+   */
+  const settleSent = async (sent: EmailOutcome[]) => {
+    if (sent.length === 0) return;
+    const update = sql`update email_outbox set status = 'sent', sent_at = now(), locked_until = null, last_error = null
+        where id = any(${`{${sent.map((o) => o.id).join(',')}}`}::bigint[])`;
+    const { onOutcome } = options;
+    if (!onOutcome) {
+      await db.execute(update);
+      return;
+    }
+    await db.transaction(async (tx) => {
+      await tx.execute(update);
+      for (const outcome of sent) await onOutcome(tx, outcome);
+    });
+  };
+
   const drainOnce = async (): Promise<number> => {
     const rows = await claim();
+    const sent: EmailOutcome[] = [];
     await Promise.all(
       rows.map(async (row) => {
         const attempts = Number(row.attempts);
@@ -118,20 +139,19 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
             subject: row.subject,
             text: row.text_body,
             html: row.html_body,
+            ...(row.headers
+              ? { headers: typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers }
+              : {}),
           });
-          await settle(
-            sql`update email_outbox set status = 'sent', sent_at = now(), locked_until = null, last_error = null
-                where id = ${row.id}::bigint`,
-            {
-              id: row.id,
-              to: row.to_address,
-              subject: row.subject,
-              kind: kindOf(row.dedupe_key),
-              attempts,
-              status: 'sent',
-              error: null,
-            },
-          );
+          sent.push({
+            id: row.id,
+            to: row.to_address,
+            subject: row.subject,
+            kind: kindOf(row.dedupe_key),
+            attempts,
+            status: 'sent',
+            error: null,
+          });
         } catch (err) {
           const message = err instanceof Error ? err.message : String(err);
           attemptFailures++;
@@ -157,6 +177,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
         }
       }),
     );
+    await settleSent(sent);
     return rows.length;
   };
 
@@ -172,20 +193,26 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
   const kick = () => loop.kick();
 
   return {
-    /** Queues emails; a dedupe key already queued is ignored. Returns how many were new. */
-    async enqueue(emails: OutboxEmail[]): Promise<number> {
+    /**
+     * Queues emails; a dedupe key already queued is ignored. Returns how many were new. `executor` lets a caller
+     * queue inside its own transaction (a digest is queued and marked done together); the caller then kicks.
+     */
+    async enqueue(emails: OutboxEmail[], executor: Executor = db): Promise<number> {
       if (emails.length === 0) return 0;
-      const values = sql.join(
-        emails.map((e) => sql`(${e.dedupeKey}, ${e.to}, ${e.subject}, ${e.text}, ${e.html})`),
-        sql`, `,
-      );
+      // Parallel arrays through unnest: six parameters whatever the batch size (a digest run queues thousands
+      // of multi-kilobyte bodies; one bind parameter per value made building and parsing the statement the cost).
+      const column = (pick: (e: OutboxEmail) => string) => textArray(emails.map(pick));
       const rows = rowsOf<{ id: string }>(
-        await db.execute(
-          sql`insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body) values ${values}
+        await executor.execute(
+          sql`insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body, headers)
+              select k, t, s, tb, hb, nullif(h, '')::jsonb
+              from unnest(${column((e) => e.dedupeKey)}, ${column((e) => e.to)}, ${column((e) => e.subject)},
+                          ${column((e) => e.text)}, ${column((e) => e.html)},
+                          ${column((e) => (e.headers ? JSON.stringify(e.headers) : ''))}) as x(k, t, s, tb, hb, h)
               on conflict (dedupe_key) do nothing returning id::text as id`,
         ),
       );
-      if (rows.length > 0) kick();
+      if (rows.length > 0 && executor === db) kick();
       return rows.length;
     },
     start: () => loop.start(),

@@ -8,6 +8,8 @@ export interface Mail {
   subject: string;
   text: string;
   html: string;
+  /** Extra headers: Content-Language, List-Unsubscribe(-Post) (email/renderer.ts). */
+  headers?: Record<string, string>;
 }
 
 export interface Mailer {
@@ -56,6 +58,11 @@ export function createMailer(options: MailerOptions): Mailer {
     };
   }
   const transport = nodemailer.createTransport({
+    // Pooled connections: the outbox sends in parallel batches, and a new connection (greeting, EHLO, login)
+    // per message cost more than the message itself (docs/performance.md, "Email digests").
+    pool: true,
+    maxConnections: 5,
+    maxMessages: 100,
     host: options.host,
     port: options.port,
     secure: options.secure,

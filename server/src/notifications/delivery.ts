@@ -3,8 +3,7 @@
 
 import type { Logger } from '../infra/logger.js';
 import type { Presence } from '../realtime/index.js';
-import { notificationEmail } from './email.js';
-import type { NotificationRepository } from './repository.js';
+import type { EmailRecipient, NotificationRepository } from './repository.js';
 import { DELIVERY_STRATEGIES, type StrategyName } from './schemas.js';
 
 export interface DeliveryItem {
@@ -31,20 +30,28 @@ export function sseStrategy(presence: Presence): DeliveryStrategy {
   };
 }
 
+/** The email feature's side of the email strategy (email/notification-emails.ts). */
+export interface NotificationEmails {
+  /**
+   * Renders and queues the emails of one notification content for its recipients (each in their locale, with
+   * their own unsubscribe link), or schedules them into digests for those who chose one.
+   */
+  queue(
+    recipients: EmailRecipient[],
+    content: { type: string; title: string; content: string },
+  ): Promise<void>;
+}
+
 export function emailStrategy(deps: {
   repo: NotificationRepository;
-  /** Called after emails were queued, so a worker sends them now rather than at its next poll. */
-  kick: () => void;
-  feBaseUrl: string;
+  emails: NotificationEmails;
 }): DeliveryStrategy {
   return {
     name: 'email',
     async deliver(items) {
-      // A batch normally shares one content (a broadcast): the mail is rendered once per distinct content and
-      // queued for all its recipients in one statement. Recipients are filtered in SQL: an unverified address
-      // was typed by whoever signed up, not necessarily its owner, so Herald never mails notification content
-      // (admin broadcasts included) there; then emailEnabled and the type in emailTypes. The in-app
-      // notification is unaffected either way.
+      // A batch normally shares one content (a broadcast): recipients are filtered in SQL once per distinct
+      // content (verified address, emailEnabled, the type in emailTypes), then rendered once per locale. The
+      // in-app notification is unaffected either way.
       const groups = new Map<string, DeliveryItem[]>();
       for (const item of items) {
         const key = JSON.stringify([item.type, item.title, item.content]);
@@ -53,25 +60,14 @@ export function emailStrategy(deps: {
         else groups.set(key, [item]);
       }
       const delivered = new Set<string>();
-      let queued = 0;
       for (const group of groups.values()) {
         const first = group[0];
         if (!first) continue;
-        const mail = notificationEmail({
-          title: first.title,
-          content: first.content,
-          feBaseUrl: deps.feBaseUrl,
-        });
-        const r = await deps.repo.enqueueNotificationEmails(
-          // One email per notification (dedupe key), however many instances or retries try to queue it.
-          group.map((i) => ({ userId: i.userId, notificationId: i.notificationId })),
-          first.type,
-          mail,
-        );
-        for (const id of r.userIds) delivered.add(id);
-        queued += r.queued;
+        const recipients = await deps.repo.emailRecipients(group, first.type);
+        // One email (or digest entry) per notification, however many instances or retries try to queue it.
+        await deps.emails.queue(recipients, { type: first.type, title: first.title, content: first.content });
+        for (const r of recipients) delivered.add(r.userId);
       }
-      if (queued > 0) deps.kick();
       return delivered;
     },
   };

@@ -24,7 +24,7 @@ declare module 'fastify' {
 }
 
 export function registerNotifications(app: FastifyInstance): void {
-  const { config, database, store, outbox, realtime, lifecycle, revocation, events } = app.ctx;
+  const { config, database, store, email, realtime, lifecycle, revocation, events } = app.ctx;
   const logger = app.log.child({ feature: 'notifications' });
   const repo = createNotificationRepository(database.db, events);
   const reads = database.reads;
@@ -38,7 +38,7 @@ export function registerNotifications(app: FastifyInstance): void {
   const delivery = createDelivery(
     [
       sseStrategy(realtime.presence),
-      emailStrategy({ repo, kick: () => outbox.kick(), feBaseUrl: config.FE_BASE_URL }),
+      emailStrategy({ repo, emails: email.notificationEmails }),
       pushStrategy(),
     ],
     logger,

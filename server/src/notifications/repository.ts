@@ -8,6 +8,7 @@ import {
   type Counts,
   DEFAULT_EMAIL_TYPES,
   DEFAULT_PUSH_TYPES,
+  type EmailDigest,
   type ListQuery,
   NOTIFICATION_TYPES,
   type Notification,
@@ -115,11 +116,23 @@ export function likePattern(term: string): string {
   return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
+export interface EmailRecipient {
+  userId: string;
+  notificationId: string;
+  email: string;
+  /** The user's BCP 47 tag, or null for DEFAULT_LOCALE. */
+  locale: string | null;
+  digest: EmailDigest;
+  /** The notification's created_at (database clock), epoch ms. */
+  createdAtMs: number;
+}
+
 export interface PreferenceRow {
   email_enabled: boolean;
   push_enabled: boolean;
   email_types: string[] | null;
   push_types: string[] | null;
+  email_digest: string;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -130,6 +143,7 @@ function toPreferences(row: PreferenceRow): Preferences {
     pushEnabled: row.push_enabled,
     emailTypes: (row.email_types ?? DEFAULT_EMAIL_TYPES) as NotificationType[],
     pushTypes: (row.push_types ?? DEFAULT_PUSH_TYPES) as NotificationType[],
+    emailDigest: row.email_digest === 'hourly' || row.email_digest === 'daily' ? row.email_digest : 'off',
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };
@@ -570,32 +584,66 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
      * is sent once). Returns the users it was queued for, including those whose email was already queued (the
      * outbox's per-notification dedupe key keeps a re-run single).
      */
-    async enqueueNotificationEmails(
+    /**
+     * Who among `items` gets `type` by email: a verified address (an unverified one was typed by whoever signed up,
+     * not necessarily its owner, so Herald never mails notification content there), not banned, emailEnabled, and
+     * the type in emailTypes. With what the email feature needs to write to them: address, locale, digest choice,
+     * and the notification's creation time (which digest window it belongs to).
+     */
+    async emailRecipients(
       items: Array<{ userId: string; notificationId: string }>,
       type: string,
-      mail: { subject: string; text: string; html: string },
-    ): Promise<{ userIds: string[]; queued: number }> {
-      if (items.length === 0) return { userIds: [], queued: 0 };
-      // Raw SQL: unnest of two parallel arrays joined to the user and preferences, the outbox insert as a CTE,
-      // the eligible users returned whether or not their row already existed.
-      const rows = await exec<{ user_id: string; queued: number }>(
-        sql`with t as (
-              select x.user_id, x.nid, u.email
-              from unnest(${textArray(items.map((i) => i.userId))}, ${textArray(items.map((i) => i.notificationId))})
-                as x(user_id, nid)
-              join "user" u on u.id = x.user_id and u.email_verified
-              left join notification_preference p on p.user_id = x.user_id
-              where coalesce(p.email_enabled, true)
-                and ${type} = any(coalesce(p.email_types, ${textArray(DEFAULT_EMAIL_TYPES)}))
-            ), ins as (
-              insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body)
-              select 'notification:' || nid, email, ${mail.subject}, ${mail.text}, ${mail.html} from t
-              on conflict (dedupe_key) do nothing
-              returning 1
-            )
-            select t.user_id, (select count(*)::int from ins) as queued from t`,
+    ): Promise<EmailRecipient[]> {
+      if (items.length === 0) return [];
+      // Raw SQL: unnest of two parallel arrays joined to the user, preferences and the notification's time.
+      const rows = await exec<{
+        user_id: string;
+        nid: string;
+        email: string;
+        locale: string | null;
+        digest: string;
+        created_ms: string | number;
+      }>(
+        sql`select x.user_id, x.nid, u.email, u.locale, coalesce(p.email_digest, 'off') as digest,
+                   (extract(epoch from n.created_at) * 1000)::bigint as created_ms
+            from unnest(${textArray(items.map((i) => i.userId))}, ${textArray(items.map((i) => i.notificationId))})
+              as x(user_id, nid)
+            join "user" u on u.id = x.user_id and u.email_verified and not coalesce(u.banned, false)
+            join notification n on n.id = x.nid::uuid
+            left join notification_preference p on p.user_id = x.user_id
+            where coalesce(p.email_enabled, true)
+              and ${type} = any(coalesce(p.email_types, ${textArray(DEFAULT_EMAIL_TYPES)}))`,
       );
-      return { userIds: rows.map((r) => r.user_id), queued: Number(rows[0]?.queued ?? 0) };
+      return rows.map((r) => ({
+        userId: r.user_id,
+        notificationId: r.nid,
+        email: r.email,
+        locale: r.locale,
+        digest: r.digest === 'hourly' || r.digest === 'daily' ? r.digest : 'off',
+        createdAtMs: Number(r.created_ms),
+      }));
+    },
+
+    /**
+     * One-click unsubscribe (CONTRACT §12): removes `type` from the user's emailTypes (the default set when unset),
+     * or with null turns email off. False when the user no longer exists.
+     */
+    async unsubscribeEmail(userId: string, type: NotificationType | null): Promise<boolean> {
+      const defaults = textArray(DEFAULT_EMAIL_TYPES);
+      const rows = await exec<{ user_id: string }>(
+        type === null
+          ? sql`insert into notification_preference (user_id, email_enabled)
+                select id, false from "user" where id = ${userId}
+                on conflict (user_id) do update set email_enabled = false, updated_at = now()
+                returning user_id`
+          : sql`insert into notification_preference (user_id, email_types)
+                select id, array_remove(${defaults}, ${type}) from "user" where id = ${userId}
+                on conflict (user_id) do update
+                  set email_types = array_remove(coalesce(notification_preference.email_types, ${defaults}), ${type}),
+                      updated_at = now()
+                returning user_id`,
+      );
+      return rows.length > 0;
     },
 
     async getPreferences(userId: string): Promise<Preferences> {
@@ -614,6 +662,7 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
         push_enabled: row.pushEnabled,
         email_types: row.emailTypes,
         push_types: row.pushTypes,
+        email_digest: row.emailDigest,
         created_at: row.createdAt,
         updated_at: row.updatedAt,
       });
@@ -631,6 +680,7 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
       const arr = (v: string[] | null) => (v === null ? sql`null::text[]` : textArray([...new Set(v)]));
       if (patch.emailTypes !== undefined) add('email_types', arr(patch.emailTypes));
       if (patch.pushTypes !== undefined) add('push_types', arr(patch.pushTypes));
+      if (patch.emailDigest !== undefined) add('email_digest', sql`${patch.emailDigest}`);
       if (cols.length === 0) return this.getPreferences(userId);
       // Raw SQL: a partial upsert whose text[] values go through textArray (same on node-postgres and PGlite).
       const insertCols = sql.raw(['user_id', ...cols].join(', '));

@@ -165,12 +165,19 @@ export const NotificationSchema = z
   });
 export type Notification = z.infer<typeof NotificationSchema>;
 
+/** CONTRACT §12: notification emails one by one (off), or gathered into one digest per hour or day. */
+export const EmailDigestSchema = z
+  .enum(['off', 'hourly', 'daily'])
+  .describe('off: one email per notification; hourly/daily: one digest email per window (docs/email.md)');
+export type EmailDigest = z.infer<typeof EmailDigestSchema>;
+
 export const PreferencesSchema = z
   .object({
     emailEnabled: z.boolean(),
     pushEnabled: z.boolean(),
     emailTypes: z.array(NotificationTypeSchema),
     pushTypes: z.array(NotificationTypeSchema),
+    emailDigest: EmailDigestSchema,
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })
@@ -180,6 +187,7 @@ export const PreferencesSchema = z
       pushEnabled: false,
       emailTypes: DEFAULT_EMAIL_TYPES,
       pushTypes: DEFAULT_PUSH_TYPES,
+      emailDigest: 'off',
       createdAt: '2025-01-01T12:00:00.000Z',
       updatedAt: '2025-01-01T12:00:00.000Z',
     },
@@ -192,6 +200,7 @@ export const PreferencesPatchSchema = z.strictObject({
   // null restores the default set.
   emailTypes: z.array(NotificationTypeSchema).max(50).nullable().optional(),
   pushTypes: z.array(NotificationTypeSchema).max(50).nullable().optional(),
+  emailDigest: EmailDigestSchema.optional(),
 });
 export type PreferencesPatch = z.infer<typeof PreferencesPatchSchema>;
 

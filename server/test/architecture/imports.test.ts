@@ -34,7 +34,7 @@ const ALLOWED: Record<Part, readonly Part[]> = {
   notifications: BELOW_FEATURES,
   'api-keys': BELOW_FEATURES,
   webhooks: BELOW_FEATURES,
-  email: BELOW_FEATURES,
+  email: [...BELOW_FEATURES, 'notifications'],
   push: [...BELOW_FEATURES, 'notifications'],
   chat: [...BELOW_FEATURES, 'notifications'],
   admin: [...BELOW_FEATURES, 'notifications', 'api-keys', 'webhooks', 'chat', 'push', 'email'],

@@ -4,9 +4,13 @@ import { SMTPServer } from 'smtp-server';
 
 export interface CapturedMail {
   to: string[];
+  /** The From header as sent (display name and address). */
+  from: string;
   subject: string;
   text: string;
   html: string;
+  /** Header lines by lower-case name, values unfolded (the last one when repeated). */
+  headers: Record<string, string>;
 }
 
 export interface TestSmtp {
@@ -62,8 +66,17 @@ export async function startSmtp(options: SmtpOptions = {}): Promise<TestSmtp> {
       }
       simpleParser(stream).then(
         (parsed) => {
+          const headers: Record<string, string> = {};
+          for (const { key, line } of parsed.headerLines) {
+            headers[key.toLowerCase()] = line
+              .slice(line.indexOf(':') + 1)
+              .replace(/\r?\n[ \t]+/g, ' ')
+              .trim();
+          }
           const mail: CapturedMail = {
             to: addresses(parsed),
+            from: headers.from ?? '',
+            headers,
             subject: parsed.subject ?? '',
             text: parsed.text ?? '',
             html: typeof parsed.html === 'string' ? parsed.html : '',

@@ -5,6 +5,8 @@ import { useHeraldClient } from '@herald/client/react';
 import { type FormEvent, useEffect, useState } from 'react';
 import { Alert } from '../components/Form';
 import { errorMessage } from '../format';
+import { LOCALES, type Locale, localeOf, texts } from '../i18n';
+import { useCurrentUser } from '../session';
 import { NOTIFICATION_TYPES, type NotificationType, typeLabel } from '../types';
 
 function TypeChoices({
@@ -36,11 +38,15 @@ function TypeChoices({
 }
 
 export function PreferencesPage() {
-  const { notifications } = useHeraldClient();
+  const { notifications, auth } = useHeraldClient();
   const [prefs, setPrefs] = useState<Preferences | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState<string | null>(null);
+  const { user } = useCurrentUser();
+  const [locale, setLocale] = useState<Locale | null>(null);
+  const current = locale ?? localeOf(user?.locale);
+  const t = texts(current);
 
   useEffect(() => {
     notifications.getPreferences().then(setPrefs, (err: unknown) => setError(errorMessage(err)));
@@ -59,8 +65,13 @@ export function PreferencesPage() {
           pushEnabled: prefs.pushEnabled,
           emailTypes: prefs.emailTypes,
           pushTypes: prefs.pushTypes,
+          emailDigest: prefs.emailDigest,
         }),
       );
+      if (locale) {
+        const result = await auth.updateUser({ locale });
+        if (result.error) throw result.error;
+      }
       setSaved('Preferences saved.');
     } catch (err) {
       setError(errorMessage(err, 'Could not save'));
@@ -96,6 +107,45 @@ export function PreferencesPage() {
           disabled={!prefs.emailEnabled}
           onChange={(emailTypes) => setPrefs({ ...prefs, emailTypes })}
         />
+        <div className="field">
+          <label htmlFor="prefs-digest">{t.digest}</label>
+          <select
+            id="prefs-digest"
+            aria-describedby="prefs-digest-hint"
+            value={prefs.emailDigest}
+            disabled={!prefs.emailEnabled}
+            onChange={(e) =>
+              setPrefs({ ...prefs, emailDigest: e.target.value as Preferences['emailDigest'] })
+            }
+          >
+            {(['off', 'hourly', 'daily'] as const).map((d) => (
+              <option key={d} value={d}>
+                {t.digestOptions[d]}
+              </option>
+            ))}
+          </select>
+          <small id="prefs-digest-hint" className="muted">
+            {t.digestHint}
+          </small>
+        </div>
+        <div className="field">
+          <label htmlFor="prefs-locale">{t.language}</label>
+          <select
+            id="prefs-locale"
+            aria-describedby="prefs-locale-hint"
+            value={current}
+            onChange={(e) => setLocale(e.target.value as Locale)}
+          >
+            {LOCALES.map((l) => (
+              <option key={l} value={l}>
+                {t.localeNames[l]}
+              </option>
+            ))}
+          </select>
+          <small id="prefs-locale-hint" className="muted">
+            {t.languageHint}
+          </small>
+        </div>
         <label className="check">
           <input
             type="checkbox"

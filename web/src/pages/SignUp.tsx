@@ -3,6 +3,7 @@ import { useHeraldClient } from '@herald/client/react';
 import { type FormEvent, useState } from 'react';
 import { Alert, Field } from '../components/Form';
 import { errorMessage } from '../format';
+import { browserLocale, LOCALES, type Locale, texts } from '../i18n';
 import { Link } from '../router';
 
 export function SignUpPage() {
@@ -11,6 +12,8 @@ export function SignUpPage() {
   const [email, setEmail] = useState('');
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
+  const [locale, setLocale] = useState<Locale>(browserLocale());
+  const t = texts(locale);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [sentTo, setSentTo] = useState<string | null>(null);
@@ -24,6 +27,7 @@ export function SignUpPage() {
       name: name.trim(),
       email: email.trim(),
       password,
+      locale,
       ...(trimmedUsername ? { username: trimmedUsername } : {}),
     });
     setBusy(false);
@@ -81,6 +85,24 @@ export function SignUpPage() {
           value={password}
           onChange={(e) => setPassword(e.target.value)}
         />
+        <div className="field">
+          <label htmlFor="sign-up-locale">{t.language}</label>
+          <select
+            id="sign-up-locale"
+            aria-describedby="sign-up-locale-hint"
+            value={locale}
+            onChange={(e) => setLocale(e.target.value as Locale)}
+          >
+            {LOCALES.map((l) => (
+              <option key={l} value={l}>
+                {t.localeNames[l]}
+              </option>
+            ))}
+          </select>
+          <small id="sign-up-locale-hint" className="muted">
+            {t.languageHint}
+          </small>
+        </div>
         <Alert>{error}</Alert>
         <div className="actions">
           <button type="submit" className="button" disabled={busy}>

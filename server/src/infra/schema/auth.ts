@@ -19,6 +19,8 @@ export const user = pgTable(
     banExpires: tz('ban_expires'),
     username: text('username').unique(),
     displayUsername: text('display_username'),
+    // BCP 47 tag the user's emails are written in (email/locales.ts); null means DEFAULT_LOCALE.
+    locale: text('locale'),
   },
   (t) => [index('user_created_at_id_idx').on(t.createdAt, t.id)],
 );

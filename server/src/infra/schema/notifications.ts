@@ -110,6 +110,8 @@ export const notificationPreference = pgTable('notification_preference', {
   // null means "the default set" (contract: an unset emailTypes means the default set).
   emailTypes: text('email_types').array(),
   pushTypes: text('push_types').array(),
+  // off | hourly | daily (CONTRACT §12): notification emails are gathered into one digest per window.
+  emailDigest: text('email_digest').notNull().default('off'),
   createdAt: tz('created_at').notNull().defaultNow(),
   updatedAt: tz('updated_at').notNull().defaultNow(),
 });
@@ -125,6 +127,8 @@ export const emailOutbox = pgTable(
     subject: text('subject').notNull(),
     text: text('text_body').notNull(),
     html: text('html_body').notNull(),
+    // Extra headers (List-Unsubscribe, Content-Language), rendered with the message.
+    headers: jsonb('headers').$type<Record<string, string>>(),
     status: text('status').notNull().default('pending'),
     attempts: bigint('attempts', { mode: 'number' }).notNull().default(0),
     nextAttemptAt: tz('next_attempt_at').notNull().defaultNow(),
@@ -134,4 +138,32 @@ export const emailOutbox = pgTable(
     sentAt: tz('sent_at'),
   },
   (t) => [index('email_outbox_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`)],
+);
+
+/**
+ * One digest email per user and window (email/digest.ts): the unique (user_id, window_start) makes scheduling
+ * idempotent across instances, and the row is claimed when due with FOR UPDATE SKIP LOCKED plus a lease, like
+ * the outbox. status: pending → sent (an outbox row was queued) | empty (nothing unread) | skipped (user banned
+ * or email turned off). A deleted user's rows go with the user.
+ */
+export const emailDigest = pgTable(
+  'email_digest',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => user.id, { onDelete: 'cascade' }),
+    windowStart: tz('window_start').notNull(),
+    windowEnd: tz('window_end').notNull(),
+    status: text('status').notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: tz('next_attempt_at').notNull(),
+    lockedUntil: tz('locked_until'),
+    createdAt: tz('created_at').notNull().defaultNow(),
+    finishedAt: tz('finished_at'),
+  },
+  (t) => [
+    uniqueIndex('email_digest_user_window_idx').on(t.userId, t.windowStart),
+    index('email_digest_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+  ],
 );
