@@ -42,6 +42,7 @@ import { canPrettyPrint, loggerOptions } from './infra/logger.js';
 import { checkSmtp, createMailer } from './infra/mailer.js';
 import { createStore } from './infra/store.js';
 import { registerNotifications } from './notifications/index.js';
+import { createPush, registerPush } from './push/index.js';
 import { registerHealth } from './ops/health.js';
 import { createLifecycle } from './ops/lifecycle.js';
 import { registerMetrics } from './ops/metrics.js';
@@ -61,6 +62,8 @@ export interface BuildOptions {
   logStream?: { write(line: string): void };
   /** Host resolution for webhook targets (a test changes the DNS answer between check and delivery). */
   webhookResolver?: Resolver;
+  /** Host resolution for push endpoints (tests answer public-looking names with their own addresses). */
+  pushResolver?: Resolver;
 }
 
 export type App = FastifyInstance;
@@ -210,6 +213,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     logger,
     ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
   });
+  // Web Push: before the notifications feature, whose delivery runs its strategy.
+  const push = createPush({
+    config,
+    db: database.db,
+    logger,
+    webhooks: webhooks.events,
+    ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
+  });
   const outbox = createEmailOutbox({
     db: database.db,
     mailer,
@@ -296,6 +307,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     metrics,
     overload,
     webhooks,
+    push,
   });
   app.decorateRequest('auth', null);
 
@@ -356,6 +368,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerAdmin(app);
   registerChat(app);
   await registerWebhooks(app);
+  registerPush(app);
 
   // ops
   registerHealth(app);

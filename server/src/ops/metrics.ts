@@ -74,6 +74,25 @@ export const MetricsSchema = z
       })
       .optional()
       .describe('durable webhook queue (absent when the database could not be read)'),
+    push: z
+      .object({
+        pending: z.number().int().describe('push messages queued and not yet sent (queue depth), cluster-wide'),
+        sent: z.number().int().describe('messages accepted by a push service on this instance since start'),
+        attemptFailures: z
+          .number()
+          .int()
+          .describe('failed push attempts on this instance since start (each retry counts)'),
+        givenUp: z
+          .number()
+          .int()
+          .describe('messages given up on this instance since start (4xx, expired, subscription gone)'),
+        subscriptionsRemoved: z
+          .number()
+          .int()
+          .describe('subscriptions removed after a 404/410 on this instance since start'),
+      })
+      .optional()
+      .describe('Web Push queue (absent when push is off or the database could not be read)'),
   })
   .meta({
     example: {
@@ -110,6 +129,7 @@ export const MetricsSchema = z
       bus: { malformedDropped: 0, duplicatesDropped: 0, echoesSkipped: 1200, degradedTransitions: 0 },
       email: { pending: 0, failed: 0, sent: 118, attemptFailures: 2 },
       webhooks: { pending: 3, failed: 0, delivered: 512, attemptFailures: 7 },
+      push: { pending: 0, sent: 240, attemptFailures: 3, givenUp: 1, subscriptionsRemoved: 1 },
     },
   });
 
@@ -163,6 +183,10 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
     ctx.logger.warn({ err }, 'metrics: webhook queue figures unavailable');
     return undefined;
   });
+  const push = await ctx.push.worker?.stats().catch((err: unknown) => {
+    ctx.logger.warn({ err }, 'metrics: push queue figures unavailable');
+    return undefined;
+  });
   const instances: InstanceRecord[] = await realtime.instances();
   return {
     timestamp: now,
@@ -187,6 +211,7 @@ export async function collectMetrics(ctx: AppContext): Promise<MetricsReport> {
     },
     email,
     webhooks,
+    push,
   };
 }
 

@@ -14,6 +14,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'email.failed',
   'chat.message.created',
   'user.created',
+  'push.sent',
+  'push.failed',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 

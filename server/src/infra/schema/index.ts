@@ -5,3 +5,4 @@ export * from './chat.js';
 export * from './idempotency.js';
 export * from './notifications.js';
 export * from './webhooks.js';
+export * from './push.js';
