@@ -450,7 +450,9 @@ function vapidConfig(
     return null;
   }
   if (e.VAPID_PUBLIC_KEY || e.VAPID_PRIVATE_KEY) {
-    problems.push('VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY must be set together (or neither, to generate a pair)');
+    problems.push(
+      'VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY must be set together (or neither, to generate a pair)',
+    );
     return null;
   }
   return { ...developmentVapidKeys(e.DATA_DIR), subject };

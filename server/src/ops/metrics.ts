@@ -76,7 +76,10 @@ export const MetricsSchema = z
       .describe('durable webhook queue (absent when the database could not be read)'),
     push: z
       .object({
-        pending: z.number().int().describe('push messages queued and not yet sent (queue depth), cluster-wide'),
+        pending: z
+          .number()
+          .int()
+          .describe('push messages queued and not yet sent (queue depth), cluster-wide'),
         sent: z.number().int().describe('messages accepted by a push service on this instance since start'),
         attemptFailures: z
           .number()

@@ -70,7 +70,7 @@ export function createPush(deps: {
     perService: Math.min(config.PUSH_CONCURRENCY_PER_SERVICE, config.PUSH_CONCURRENCY),
     // Longer than a request can take (its timeout, plus resolving the host) and recording it: a live worker's
     // row is never claimed twice.
-    leaseMs: config.PUSH_TIMEOUT_MS * 2 + 10_000,
+    leaseMs: config.PUSH_TIMEOUT_MS * 3 + 1_000,
   });
   return {
     enabled: true,

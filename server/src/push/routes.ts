@@ -13,7 +13,11 @@ import type { PushService } from './service.js';
 const tags = ['push'];
 const security = [{ session: [] }];
 
-export function registerPushRoutes(app: FastifyInstance, service: PushService, publicKey: string | null): void {
+export function registerPushRoutes(
+  app: FastifyInstance,
+  service: PushService,
+  publicKey: string | null,
+): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const authenticate = requireUser(app.ctx.sessions);
   const notConfigured = () =>

@@ -61,8 +61,7 @@ export const SubscribeBodySchema = z
       endpoint: 'https://fcm.googleapis.com/fcm/send/dGVzdC1lbmRwb2ludA:APA91bExample',
       expirationTime: null,
       keys: {
-        p256dh:
-          'BAtIzr3L4gXWolp6UlxijWXc1zKmAA90MQ_sxtFvBriJPTQ5l-3C2-G7x8jndYNu67mPw_AvUG7pDV5LdvvoYZA',
+        p256dh: 'BAtIzr3L4gXWolp6UlxijWXc1zKmAA90MQ_sxtFvBriJPTQ5l-3C2-G7x8jndYNu67mPw_AvUG7pDV5LdvvoYZA',
         auth: 'pD1klZMO_LreYNxIvSOnOw',
       },
     },

@@ -46,7 +46,9 @@ export async function checkEndpoint(
   try {
     const url = parseWebhookUrl(raw);
     if (url.protocol !== 'https:' && !options.allowPrivate)
-      throw new UrlRefused('must use https (set PUSH_ALLOW_PRIVATE_ENDPOINTS=true to allow http in development)');
+      throw new UrlRefused(
+        'must use https (set PUSH_ALLOW_PRIVATE_ENDPOINTS=true to allow http in development)',
+      );
     if (url.hash) throw new UrlRefused('must not contain a fragment');
     await resolveTarget(url, options);
     return { endpoint: url.href, pushService: url.origin };

@@ -217,8 +217,7 @@ export function createPushWorker(options: PushWorkerOptions) {
           where subscription_id = ${row.subscription_id}::uuid and status = 'pending' and id <> ${row.id}::bigint`);
         await tx.execute(sql`delete from push_subscription where id = ${row.subscription_id}::uuid`);
       }
-      if (options.webhooks.wants('push.failed'))
-        await options.webhooks.enqueue(tx, [eventFor(row, outcome)]);
+      if (options.webhooks.wants('push.failed')) await options.webhooks.enqueue(tx, [eventFor(row, outcome)]);
     });
     if (outcome.status === 'gone') counters.subscriptionsRemoved++;
   };

@@ -5,10 +5,10 @@
 // RFC 8291 step by step with node:crypto (independently of the library that encrypted it), and answers the
 // statuses a test programs.
 import {
+  createDecipheriv,
   createECDH,
   createHmac,
   createPublicKey,
-  createDecipheriv,
   randomBytes,
   verify as verifySignature,
 } from 'node:crypto';
@@ -152,8 +152,10 @@ export interface TestPushService {
   program(token: string, answers: ProgrammedAnswer[]): void;
   /** Every request answered 2xx (accepted messages), in arrival order. */
   accepted: ReceivedMessage[];
-  /** Every request, whatever its answer. */
+  /** Every request, whatever its answer, once answered. */
   requests: ReceivedMessage[];
+  /** Every valid request as soon as it arrives (before a programmed delay). */
+  received: ReceivedMessage[];
   /** Requests that failed verification or decryption (a test expects none). */
   errors: string[];
   /** Resolves once `predicate` holds (checked on every request), or rejects after timeoutMs. */
@@ -166,6 +168,7 @@ export async function startPushService(options: { vapidPublicKey: string }): Pro
   const programs = new Map<string, ProgrammedAnswer[]>();
   const accepted: ReceivedMessage[] = [];
   const requests: ReceivedMessage[] = [];
+  const received: ReceivedMessage[] = [];
   const errors: string[] = [];
   const waiters = new Set<() => void>();
   const notify = () => {
@@ -191,9 +194,11 @@ export async function startPushService(options: { vapidPublicKey: string }): Pro
         claims = verifyVapid(req.headers.authorization, options.vapidPublicKey);
         const now = Math.floor(Date.now() / 1000);
         if (claims.aud !== origin) throw new Error(`aud ${claims.aud} is not ${origin}`);
-        if (!(claims.exp > now && claims.exp <= now + 24 * 3600)) throw new Error(`exp ${claims.exp} out of range`);
+        if (!(claims.exp > now && claims.exp <= now + 24 * 3600))
+          throw new Error(`exp ${claims.exp} out of range`);
         if (!/^(mailto:|https:)/.test(claims.sub ?? '')) throw new Error(`sub ${claims.sub}`);
-        if (req.headers['content-encoding'] !== 'aes128gcm') throw new Error('Content-Encoding is not aes128gcm');
+        if (req.headers['content-encoding'] !== 'aes128gcm')
+          throw new Error('Content-Encoding is not aes128gcm');
         if (!/^\d+$/.test(String(req.headers.ttl ?? ''))) throw new Error('TTL header missing');
         if (body.length > 4096) throw new Error(`body of ${body.length} bytes exceeds 4096`);
         const steps = decryptAes128gcm(body, browser);
@@ -211,6 +216,8 @@ export async function startPushService(options: { vapidPublicKey: string }): Pro
         at: Date.now(),
         status: answer.status,
       };
+      received.push(message);
+      notify();
       const respond = () => {
         requests.push(message);
         if (answer.status >= 200 && answer.status < 300) accepted.push(message);
@@ -230,6 +237,7 @@ export async function startPushService(options: { vapidPublicKey: string }): Pro
     port,
     accepted,
     requests,
+    received,
     errors,
     browser() {
       const ecdh = createECDH('prime256v1');

@@ -146,7 +146,11 @@ describe('message builder (web-push) against the independent decryptor', () => {
     expect(parsed.content.endsWith('…')).toBe(true);
     expect(parsed.title).toBe('😀'.repeat(255));
     const req = createMessageBuilder(vapid).build(
-      { endpoint: 'https://p.example/x', p256dh: b.publicKey.toString('base64url'), auth: b.authSecret.toString('base64url') },
+      {
+        endpoint: 'https://p.example/x',
+        p256dh: b.publicKey.toString('base64url'),
+        auth: b.authSecret.toString('base64url'),
+      },
       payload,
       { ttlSeconds: 1, urgency: 'low', topic: 'abc' },
     );

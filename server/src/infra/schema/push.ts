@@ -65,9 +65,7 @@ export const pushDelivery = pgTable(
     // One message per notification and browser, however often delivery runs for it (a resumed broadcast).
     uniqueIndex('push_delivery_notification_subscription_idx').on(t.notificationId, t.subscriptionId),
     index('push_delivery_due_idx').on(t.nextAttemptAt, t.id).where(sql`${t.status} = 'pending'`),
-    index('push_delivery_pending_subscription_idx')
-      .on(t.subscriptionId)
-      .where(sql`${t.status} = 'pending'`),
+    index('push_delivery_pending_subscription_idx').on(t.subscriptionId).where(sql`${t.status} = 'pending'`),
     index('push_delivery_finished_created_idx').on(t.createdAt).where(sql`${t.status} <> 'pending'`),
   ],
 );
