@@ -27,4 +27,6 @@ export type {
   PreferencesInput,
   PresenceCounts,
   PurgeMessagesResponse,
+  PushSubscriptionInput,
+  PushSubscriptionView,
 } from '@herald/server/contract';

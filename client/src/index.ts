@@ -11,6 +11,7 @@ import {
 } from './feed.js';
 import { createHttp, type FetchLike, normaliseBaseURL } from './http.js';
 import { createNotificationCalls, type NotificationsApi } from './notifications.js';
+import { createPushApi } from './push.js';
 
 export type { AdminApi } from './admin.js';
 export type { AuthClient, Session } from './auth.js';
@@ -40,6 +41,7 @@ export type {
 export { applyFeedEvent } from './feed.js';
 export type { FetchLike } from './http.js';
 export type { NotificationsApi } from './notifications.js';
+export { base64UrlToBytes, type PushApi, type PushSubscribeOptions } from './push.js';
 export { type SseMessage, SseParser } from './sse.js';
 
 export interface HeraldClientOptions {
@@ -147,7 +149,7 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
 
   return {
     auth,
-    notifications: { ...calls, feed },
+    notifications: { ...calls, feed, push: createPushApi(http) },
     chat,
     admin: createAdminApi(http),
     close() {
