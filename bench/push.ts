@@ -51,6 +51,8 @@ async function main() {
       PUSH_CONCURRENCY_PER_SERVICE: String(concurrency),
       PUSH_QUEUE_POLL_MS: '200',
       OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+      // Seeding 100,000 rows on a loaded machine can take longer than the default 10 s.
+      DATABASE_STATEMENT_TIMEOUT_MS: '0',
     }),
   );
   const { database, config } = app.ctx;

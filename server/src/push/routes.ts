@@ -10,7 +10,8 @@ import { PushErrorCode } from './errors.js';
 import { PushDeliverySchema, SubscribeBodySchema, SubscriptionSchema } from './schemas.js';
 import type { PushService } from './service.js';
 
-const tags = ['push'];
+// Under /notification/: documented with the notification routes.
+const tags = ['notifications'];
 const security = [{ session: [] }];
 
 export function registerPushRoutes(
