@@ -107,17 +107,12 @@ export function createPushService(deps: PushServiceDeps) {
     /** False when missing or another user's (the route answers 404 either way). */
     async remove(userId: string, id: string): Promise<boolean> {
       if (!UUID.test(id)) return false;
-      return db.transaction(async (tx) => {
-        const removed = rowsOf<{ id: string }>(
-          await tx.execute(sql`
-            delete from push_subscription where id = ${id}::uuid and user_id = ${userId} returning id::text as id`),
-        );
-        if (removed.length === 0) return false;
-        await tx.execute(sql`
-          update push_delivery set status = 'cancelled', last_error = 'subscription removed', locked_until = null
-          where subscription_id = ${id}::uuid and status = 'pending'`);
-        return true;
-      });
+      // Its queued messages are settled as cancelled when the worker claims them (the subscription is gone).
+      const removed = rowsOf<{ id: string }>(
+        await db.execute(sql`
+          delete from push_subscription where id = ${id}::uuid and user_id = ${userId} returning id::text as id`),
+      );
+      return removed.length > 0;
     },
 
     /** A notification's push attempts, one row per browser (admin view); empty for an unknown id. */

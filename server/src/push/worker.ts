@@ -210,11 +210,8 @@ export function createPushWorker(options: PushWorkerOptions) {
     await db.transaction(async (tx) => {
       await tx.execute(update);
       if (outcome.status === 'gone') {
-        // The browser unsubscribed or the push service expired it (RFC 8030 §7.3): forget it, and the messages
-        // still queued for it.
-        await tx.execute(sql`
-          update push_delivery set status = 'cancelled', locked_until = null, last_error = 'subscription gone'
-          where subscription_id = ${row.subscription_id}::uuid and status = 'pending' and id <> ${row.id}::bigint`);
+        // The browser unsubscribed or the push service expired it (RFC 8030 §7.3): forget it. Messages still
+        // queued for it are settled as cancelled when claimed, without a request.
         await tx.execute(sql`delete from push_subscription where id = ${row.subscription_id}::uuid`);
       }
       if (options.webhooks.wants('push.failed')) await options.webhooks.enqueue(tx, [eventFor(row, outcome)]);

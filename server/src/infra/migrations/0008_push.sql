@@ -31,7 +31,6 @@ CREATE TABLE "push_subscription" (
 ALTER TABLE "push_subscription" ADD CONSTRAINT "push_subscription_user_id_user_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."user"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "push_delivery_notification_subscription_idx" ON "push_delivery" USING btree ("notification_id","subscription_id");--> statement-breakpoint
 CREATE INDEX "push_delivery_due_idx" ON "push_delivery" USING btree ("next_attempt_at","id") WHERE "push_delivery"."status" = 'pending';--> statement-breakpoint
-CREATE INDEX "push_delivery_pending_subscription_idx" ON "push_delivery" USING btree ("subscription_id") WHERE "push_delivery"."status" = 'pending';--> statement-breakpoint
 CREATE INDEX "push_delivery_finished_created_idx" ON "push_delivery" USING btree ("created_at") WHERE "push_delivery"."status" <> 'pending';--> statement-breakpoint
 CREATE UNIQUE INDEX "push_subscription_endpoint_idx" ON "push_subscription" USING btree ("endpoint");--> statement-breakpoint
 CREATE INDEX "push_subscription_user_idx" ON "push_subscription" USING btree ("user_id","updated_at");

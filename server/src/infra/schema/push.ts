@@ -40,7 +40,9 @@ export const pushSubscription = pgTable(
  * The push queue and log: one row per notification and subscription, claimed with a lease (FOR UPDATE SKIP
  * LOCKED). No foreign keys on purpose: a broadcast inserts hundreds of thousands of rows and per-row FK triggers
  * would dominate it; rows whose subscription or notification disappeared are settled as `cancelled` when
- * claimed. The message itself is built at send time from the notification row (nothing is copied per user).
+ * claimed (so removing a subscription needs no statement on this table, and no index on subscription_id is
+ * kept up by every insert). The message itself is built at send time from the notification row (nothing is
+ * copied per user).
  * status: pending → sent | failed (given up, or a 4xx) | gone (404/410: subscription removed) | cancelled.
  */
 export const pushDelivery = pgTable(
@@ -65,7 +67,6 @@ export const pushDelivery = pgTable(
     // One message per notification and browser, however often delivery runs for it (a resumed broadcast).
     uniqueIndex('push_delivery_notification_subscription_idx').on(t.notificationId, t.subscriptionId),
     index('push_delivery_due_idx').on(t.nextAttemptAt, t.id).where(sql`${t.status} = 'pending'`),
-    index('push_delivery_pending_subscription_idx').on(t.subscriptionId).where(sql`${t.status} = 'pending'`),
     index('push_delivery_finished_created_idx').on(t.createdAt).where(sql`${t.status} <> 'pending'`),
   ],
 );
