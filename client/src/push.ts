@@ -9,6 +9,8 @@ export interface PushSubscribeOptions {
   serviceWorkerUrl?: string;
   /** Its scope; default `/`. */
   scope?: string;
+  /** How long the browser may take to register with its push service; default 30 s. */
+  timeoutMs?: number;
 }
 
 export interface PushApi {
@@ -18,7 +20,8 @@ export interface PushApi {
    * Asks for notification permission (when not decided yet), registers the service worker, subscribes this
    * browser with the server's VAPID key and stores the subscription. Safe to call again: the same browser keeps
    * one subscription (200 from the server), re-created when the server's key changed (key rotation).
-   * Throws HeraldApiError `PUSH_UNSUPPORTED`, `PUSH_PERMISSION_DENIED`, or the server's error (e.g. 404
+   * Throws HeraldApiError `PUSH_UNSUPPORTED`, `PUSH_PERMISSION_DENIED`, `PUSH_SUBSCRIBE_FAILED` (the browser
+   * could not register with its push service, e.g. offline, within `timeoutMs`), or the server's error (e.g. 404
    * `PUSH_NOT_CONFIGURED`).
    * @example
    * const subscription = await client.notifications.push.subscribe();
@@ -123,7 +126,26 @@ export function createPushApi(http: Http): PushApi {
         await sub.unsubscribe();
         sub = null;
       }
-      sub ??= await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+      if (!sub) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const timeoutMs = options.timeoutMs ?? 30_000;
+        try {
+          sub = await Promise.race([
+            reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key }),
+            new Promise<never>((_, reject) => {
+              timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+            }),
+          ]);
+        } catch (err) {
+          throw new HeraldApiError(
+            0,
+            'PUSH_SUBSCRIBE_FAILED',
+            `The browser could not register with its push service: ${(err as Error).message || String(err)}`,
+          );
+        } finally {
+          clearTimeout(timer);
+        }
+      }
       const json = sub.toJSON() as PushSubscriptionInput;
       const body: PushSubscriptionInput = {
         endpoint: json.endpoint,
