@@ -106,8 +106,14 @@ async function main() {
     };
 
     const rows: Array<Record<string, unknown>> = [];
+    let lastRunFrom = 0;
     for (let i = 0; i < runs; i++) {
       rows.push(await send(false, i));
+      lastRunFrom = Number(
+        rowsOf<{ n: number }>(
+          await d.execute(sql`select coalesce(max(id), 0)::bigint as n from push_delivery`),
+        )[0]?.n,
+      );
       rows.push(await send(true, i));
     }
     console.log(`\nbroadcast to ${users} users, push worker stopped (enqueue only)`);
@@ -121,12 +127,9 @@ async function main() {
     );
 
     // Drain only the last run's messages.
-    const [last] = rowsOf<{ created_at: string }>(
-      await d.execute(sql`select max(created_at)::text as created_at from push_delivery`),
-    );
     await d.execute(sql`
       update push_delivery set status = 'cancelled'
-      where status = 'pending' and created_at < ${last?.created_at ?? 'now()'}::timestamptz - interval '30 seconds'`);
+      where status = 'pending' and id <= ${lastRunFrom}`);
     const pending = (await worker.stats()).pending;
     received = 0;
     const cpu0 = process.cpuUsage();
