@@ -182,16 +182,18 @@ describe('Web Push in Chromium', () => {
       registrationId,
       data: JSON.stringify(message?.payload),
     });
-    const shown = await sw.waitForFunction(
-      async () => {
+    const readShown = () =>
+      sw.evaluate(async () => {
         const reg = await navigator.serviceWorker.getRegistration('/');
         const list = (await reg?.getNotifications()) ?? [];
         return list.length > 0 ? { title: list[0]?.title, body: list[0]?.body, data: list[0]?.data } : null;
-      },
-      undefined,
-      { timeout: 20_000 },
-    );
-    expect(await shown.jsonValue()).toEqual({
+      });
+    let shown = await readShown();
+    for (let i = 0; i < 100 && shown === null; i++) {
+      await sw.waitForTimeout(200);
+      shown = await readShown();
+    }
+    expect(shown).toEqual({
       title: 'Pushed to Chromium',
       body: 'Open me',
       data: { url: `${base}/notifications`, id: message?.payload.id },
