@@ -49,7 +49,8 @@ import { createHeraldMetrics, installHttpMetrics } from './ops/prometheus.js';
 import { createPush, registerPush } from './push/index.js';
 import { createRealtime, registerRealtimeTestRoutes } from './realtime/index.js';
 import { createWebhooks, registerWebhooks } from './webhooks/index.js';
-import type { Resolver } from './webhooks/ssrf.js';
+import { createSender } from './webhooks/sender.js';
+import { type Resolver, resolveTarget, systemResolver, UrlRefused } from './webhooks/ssrf.js';
 
 export type { AppContext } from './context.js';
 
@@ -214,12 +215,28 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
   });
   // Web Push: before the notifications feature, whose delivery runs its strategy.
+  // The webhooks' pinned-address sender and SSRF rules serve push endpoints too (one mechanism once).
+  const pushResolve = options.pushResolver ?? systemResolver;
   const push = createPush({
     config,
     db: database.db,
     logger,
-    webhooks: webhooks.events,
-    ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
+    events: webhooks.events,
+    createSender: () =>
+      createSender({
+        timeoutMs: config.PUSH_TIMEOUT_MS,
+        allowPrivate: config.PUSH_ALLOW_PRIVATE_ENDPOINTS,
+        resolve: pushResolve,
+      }),
+    checkAddress: async (url) => {
+      try {
+        await resolveTarget(url, { allowPrivate: config.PUSH_ALLOW_PRIVATE_ENDPOINTS, resolve: pushResolve });
+        return null;
+      } catch (err) {
+        if (err instanceof UrlRefused) return err.message;
+        throw err;
+      }
+    },
   });
   const outbox = createEmailOutbox({
     db: database.db,

@@ -6,10 +6,8 @@ import type { Config } from '../config.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import type { DeliveryStrategy } from '../notifications/delivery.js';
-import type { WebhookEvents } from '../webhooks/events.js';
-import { createSender } from '../webhooks/sender.js';
-import { type Resolver, systemResolver } from '../webhooks/ssrf.js';
 import { createMessageBuilder } from './message.js';
+import type { AddressCheck, PushEvents, PushSender } from './ports.js';
 import { registerPushRoutes } from './routes.js';
 import { createPushService, type PushService } from './service.js';
 import { pushDeliveryStrategy } from './strategy.js';
@@ -29,17 +27,19 @@ export function createPush(deps: {
   config: Config;
   db: Db;
   logger: Logger;
-  webhooks: Pick<WebhookEvents, 'enqueue' | 'wants'>;
-  /** Host resolution for the SSRF check (tests inject one; default: the system resolver). */
-  resolve?: Resolver;
+  /** The webhook event queue (push.sent / push.failed). */
+  events: PushEvents;
+  /** The pinned-address sender, with PUSH_TIMEOUT_MS and the SSRF rules of PUSH_ALLOW_PRIVATE_ENDPOINTS. */
+  createSender: () => PushSender;
+  /** The SSRF address check of subscribed endpoints. */
+  checkAddress: AddressCheck;
 }): Push {
   const { config, db } = deps;
   const logger = deps.logger.child({ component: 'push' });
-  const resolve = deps.resolve ?? systemResolver;
   const service = createPushService({
     db,
     allowPrivate: config.PUSH_ALLOW_PRIVATE_ENDPOINTS,
-    resolve,
+    checkAddress: deps.checkAddress,
     maxPerUser: config.PUSH_MAX_SUBSCRIPTIONS_PER_USER,
   });
   const vapid = config.vapid;
@@ -55,13 +55,9 @@ export function createPush(deps: {
   const worker = createPushWorker({
     db,
     logger,
-    send: createSender({
-      timeoutMs: config.PUSH_TIMEOUT_MS,
-      allowPrivate: config.PUSH_ALLOW_PRIVATE_ENDPOINTS,
-      resolve,
-    }),
+    send: deps.createSender(),
     builder: createMessageBuilder(vapid),
-    webhooks: deps.webhooks,
+    webhooks: deps.events,
     feBaseUrl: config.FE_BASE_URL,
     ttlSeconds: config.PUSH_TTL_SECONDS,
     pollMs: config.PUSH_QUEUE_POLL_MS,

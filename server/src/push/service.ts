@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { validationError } from '../http/errors.js';
 import { type Db, rowsOf } from '../infra/db.js';
-import { parseWebhookUrl, type Resolver, resolveTarget, UrlRefused } from '../webhooks/ssrf.js';
+import type { AddressCheck } from './ports.js';
 import type { PushDeliveryView, SubscribeBody, SubscriptionView } from './schemas.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -14,7 +14,8 @@ const MAX_USER_AGENT = 256;
 export interface PushServiceDeps {
   db: Db;
   allowPrivate: boolean;
-  resolve: Resolver;
+  /** The SSRF rules of webhook URLs (webhooks/ssrf.ts, wired in by app.ts). */
+  checkAddress: AddressCheck;
   maxPerUser: number;
 }
 
@@ -41,21 +42,28 @@ const view = (r: SubscriptionRow): SubscriptionView => ({
 /** The endpoint as stored and its push service origin; 400 naming `endpoint` when it is not allowed. */
 export async function checkEndpoint(
   raw: string,
-  options: { allowPrivate: boolean; resolve: Resolver },
+  options: { allowPrivate: boolean; checkAddress: AddressCheck },
 ): Promise<{ endpoint: string; pushService: string }> {
+  const refuse = (message: string) => validationError([{ path: 'endpoint', message }]);
+  let url: URL;
   try {
-    const url = parseWebhookUrl(raw);
-    if (url.protocol !== 'https:' && !options.allowPrivate)
-      throw new UrlRefused(
-        'must use https (set PUSH_ALLOW_PRIVATE_ENDPOINTS=true to allow http in development)',
-      );
-    if (url.hash) throw new UrlRefused('must not contain a fragment');
-    await resolveTarget(url, options);
-    return { endpoint: url.href, pushService: url.origin };
-  } catch (err) {
-    if (err instanceof UrlRefused) throw validationError([{ path: 'endpoint', message: err.message }]);
-    throw err;
+    url = new URL(raw);
+  } catch {
+    throw refuse('must be an absolute https URL');
   }
+  const httpOk = options.allowPrivate && url.protocol === 'http:';
+  if (url.protocol !== 'https:' && !httpOk)
+    throw refuse(
+      options.allowPrivate
+        ? 'must use http or https'
+        : 'must use https (PUSH_ALLOW_PRIVATE_ENDPOINTS=true allows http in development)',
+    );
+  if (!url.hostname) throw refuse('must have a host');
+  if (url.username || url.password) throw refuse('must not contain credentials');
+  if (url.hash) throw refuse('must not contain a fragment');
+  const refused = await options.checkAddress(url);
+  if (refused) throw refuse(refused);
+  return { endpoint: url.href, pushService: url.origin };
 }
 
 export function createPushService(deps: PushServiceDeps) {

@@ -11,10 +11,9 @@ import { sql } from 'drizzle-orm';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import { backoffMs, createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
-import type { WebhookEvent, WebhookEvents } from '../webhooks/events.js';
-import type { Sender, SendResult } from '../webhooks/sender.js';
 import type { MessageBuilder } from './message.js';
 import { buildPayload, topicOf, urgencyOf } from './payload.js';
+import type { PushEvents, PushEventType, PushSender, PushSendResult as SendResult } from './ports.js';
 
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 /** How long a stopping worker waits for its requests in flight. */
@@ -30,9 +29,9 @@ export type PushStatus = 'pending' | 'sent' | 'failed' | 'gone' | 'cancelled';
 export interface PushWorkerOptions {
   db: Db;
   logger: Logger;
-  send: Sender;
+  send: PushSender;
   builder: MessageBuilder;
-  webhooks: Pick<WebhookEvents, 'enqueue' | 'wants'>;
+  webhooks: PushEvents;
   feBaseUrl: string;
   ttlSeconds: number;
   pollMs: number;
@@ -147,7 +146,7 @@ export function createPushWorker(options: PushWorkerOptions) {
     );
   };
 
-  const eventFor = (row: Claimed, outcome: Outcome): WebhookEvent => ({
+  const eventFor = (row: Claimed, outcome: Outcome): { type: PushEventType; data: unknown } => ({
     type: outcome.status === 'sent' ? 'push.sent' : 'push.failed',
     data: {
       id: row.id,
