@@ -36,5 +36,7 @@ export type {
   PreferencesInput,
   PresenceCounts,
   PurgeMessagesResponse,
+  PushSubscriptionInput,
+  PushSubscriptionView,
   RoomMessage,
 } from '@herald/server/contract';

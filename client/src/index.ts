@@ -11,6 +11,7 @@ import {
 } from './feed.js';
 import { createHttp, type FetchLike, normaliseBaseURL } from './http.js';
 import { createNotificationCalls, type NotificationsApi } from './notifications.js';
+import { createPushApi } from './push.js';
 import { createRooms, type RoomsApi } from './rooms.js';
 
 export type { AdminApi } from './admin.js';
@@ -41,6 +42,7 @@ export type {
 export { applyFeedEvent } from './feed.js';
 export type { FetchLike } from './http.js';
 export type { NotificationsApi } from './notifications.js';
+export { base64UrlToBytes, type PushApi, type PushSubscribeOptions } from './push.js';
 export type { LiveRoom, LiveRoomState, RoomList, RoomListState, RoomsApi } from './rooms.js';
 export { HeraldRoomError, mergeRoomMessages } from './rooms.js';
 export { type SseMessage, SseParser } from './sse.js';
@@ -151,7 +153,7 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
 
   return {
     auth,
-    notifications: { ...calls, feed },
+    notifications: { ...calls, feed, push: createPushApi(http) },
     chat: Object.assign(chat, {
       rooms: createRooms({ http, chat, uuid: () => globalThis.crypto.randomUUID() }),
     }),

@@ -9,6 +9,7 @@ import type {
 } from './contract.js';
 import type { NotificationFeed } from './feed.js';
 import type { Http } from './http.js';
+import type { PushApi } from './push.js';
 
 export interface NotificationsApi {
   list(q?: ListQuery): Promise<ListResponse>;
@@ -26,9 +27,11 @@ export interface NotificationsApi {
   /** Refreshes the caller's presence; resolves with the server's timestamp (epoch ms). */
   heartbeat(): Promise<number>;
   feed: NotificationFeed;
+  /** Web Push for this browser: subscribe / unsubscribe / list (docs/api.md#web-push). */
+  push: PushApi;
 }
 
-export type NotificationCalls = Omit<NotificationsApi, 'feed'>;
+export type NotificationCalls = Omit<NotificationsApi, 'feed' | 'push'>;
 
 export function createNotificationCalls(http: Http): NotificationCalls {
   const id = (v: string) => encodeURIComponent(v);

@@ -49,9 +49,11 @@ import { registerHealth } from './ops/health.js';
 import { createLifecycle } from './ops/lifecycle.js';
 import { registerMetrics } from './ops/metrics.js';
 import { createHeraldMetrics, installHttpMetrics } from './ops/prometheus.js';
+import { createPush, registerPush } from './push/index.js';
 import { createRealtime, registerRealtimeTestRoutes } from './realtime/index.js';
 import { createWebhooks, registerWebhooks } from './webhooks/index.js';
-import type { Resolver } from './webhooks/ssrf.js';
+import { createSender } from './webhooks/sender.js';
+import { type Resolver, resolveTarget, systemResolver, UrlRefused } from './webhooks/ssrf.js';
 
 export type { AppContext } from './context.js';
 
@@ -64,6 +66,8 @@ export interface BuildOptions {
   logStream?: { write(line: string): void };
   /** Host resolution for webhook targets (a test changes the DNS answer between check and delivery). */
   webhookResolver?: Resolver;
+  /** Host resolution for push endpoints (tests answer public-looking names with their own addresses). */
+  pushResolver?: Resolver;
 }
 
 export type App = FastifyInstance;
@@ -225,6 +229,31 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
   });
   events.attach(webhooks.events);
+
+  // Web Push: before the notifications feature, whose delivery runs its strategy.
+  // The webhooks' pinned-address sender and SSRF rules serve push endpoints too (one mechanism once).
+  const pushResolve = options.pushResolver ?? systemResolver;
+  const push = createPush({
+    config,
+    db: database.db,
+    logger,
+    events,
+    createSender: () =>
+      createSender({
+        timeoutMs: config.PUSH_TIMEOUT_MS,
+        allowPrivate: config.PUSH_ALLOW_PRIVATE_ENDPOINTS,
+        resolve: pushResolve,
+      }),
+    checkAddress: async (url) => {
+      try {
+        await resolveTarget(url, { allowPrivate: config.PUSH_ALLOW_PRIVATE_ENDPOINTS, resolve: pushResolve });
+        return null;
+      } catch (err) {
+        if (err instanceof UrlRefused) return err.message;
+        throw err;
+      }
+    },
+  });
   const outbox = createEmailOutbox({
     db: database.db,
     mailer,
@@ -306,6 +335,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     events,
     drain,
     webhooks,
+    push,
   });
   app.decorateRequest('auth', null);
 
@@ -367,6 +397,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerAdmin(app);
   registerChat(app);
   await registerWebhooks(app);
+  registerPush(app);
 
   // ops
   registerHealth(app);

@@ -1,6 +1,6 @@
 // Owns the one environment schema. Everything else receives a typed Config; nothing else reads process.env.
-import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createECDH, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { sanitizeInstanceId } from './infra/instance-id.js';
@@ -331,6 +331,34 @@ export const EnvSchema = z.object({
   WEBHOOK_CONCURRENCY: int(64, 1, 1000),
   // Private, loopback and link-local target addresses are refused unless this is true (development, tests).
   WEBHOOK_ALLOW_PRIVATE_URLS: bool(false),
+  // ---- Web Push (server/src/push; docs/architecture.md "Web Push") ----
+  // The VAPID key pair (base64url: the 65-byte uncompressed P-256 public key and the 32-byte private scalar) and
+  // the contact (mailto: or https:). In production push is on only when all three are set; in development and
+  // tests a pair is generated into DATA_DIR when neither key is set.
+  VAPID_PUBLIC_KEY: optionalString,
+  VAPID_PRIVATE_KEY: optionalString,
+  VAPID_SUBJECT: optionalString.refine((v) => v === undefined || /^(mailto:.+|https:\/\/.+)/.test(v), {
+    message: 'VAPID_SUBJECT must be a mailto: address or an https: URL',
+  }),
+  // The TTL header of every push message (how long the push service keeps it for an offline browser); retries
+  // stop once a message is older than this.
+  PUSH_TTL_SECONDS: int(86_400, 0, 28 * 86_400),
+  // Push endpoints resolving to private, loopback or link-local addresses (and http endpoints) are refused unless
+  // this is true (development, tests).
+  PUSH_ALLOW_PRIVATE_ENDPOINTS: bool(false),
+  // Concurrent push requests on one instance, in total and per push service (origin): a slow push service holds
+  // at most PUSH_CONCURRENCY_PER_SERVICE of them, so the others keep flowing.
+  PUSH_CONCURRENCY: int(64, 1, 1000),
+  PUSH_CONCURRENCY_PER_SERVICE: int(48, 1, 1000),
+  // Per request: the push service must answer within this.
+  PUSH_TIMEOUT_MS: int(10_000, 50, 120_000),
+  // How often each instance looks for due push messages (messages queued on the same instance go out at once).
+  PUSH_QUEUE_POLL_MS: int(1_000, 20),
+  // First retry delay after a 429/5xx/network error; doubles per attempt (full jitter, capped at 1 h), and never
+  // shorter than the push service's Retry-After.
+  PUSH_RETRY_BASE_MS: int(5_000, 10),
+  // Subscriptions (browsers) per user; subscribing one more removes the least recently subscribed.
+  PUSH_MAX_SUBSCRIPTIONS_PER_USER: int(20, 1, 1000),
   // An SSE client whose unsent bytes exceed this is dropped (it reconnects and resumes).
   SSE_MAX_BUFFERED_BYTES: int(1024 * 1024, 1024),
   // Open notification streams per user and per client IP on one instance; more → 429 TOO_MANY_STREAMS.
@@ -376,6 +404,16 @@ export interface Config
   FE_BASE_URL: string;
   /** True only when a store is configured and ENABLE_DISTRIBUTED_CHAT is on. */
   distributed: boolean;
+  /** The VAPID keys and subject when Web Push is on (all three set, or generated in development); else null. */
+  vapid: VapidConfig | null;
+}
+
+export interface VapidConfig {
+  /** base64url, 65-byte uncompressed P-256 point (the browser's applicationServerKey). */
+  publicKey: string;
+  /** base64url, 32 bytes. */
+  privateKey: string;
+  subject: string;
 }
 
 export class ConfigError extends Error {
@@ -396,6 +434,114 @@ function developmentSecret(dataDir: string): string {
   const secret = randomBytes(32).toString('base64url');
   writeFileSync(file, secret, { mode: 0o600 });
   return secret;
+}
+
+const VAPID_FILE = 'vapid-keys.json';
+
+/** A fresh VAPID key pair (P-256) in the base64url forms browsers and the Web Push library take. */
+export function generateVapidKeys(): { publicKey: string; privateKey: string } {
+  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const pub = publicKey.export({ format: 'jwk' });
+  const priv = privateKey.export({ format: 'jwk' });
+  const x = Buffer.from(String(pub.x), 'base64url');
+  const y = Buffer.from(String(pub.y), 'base64url');
+  return {
+    publicKey: Buffer.concat([Buffer.from([4]), x, y]).toString('base64url'),
+    privateKey: String(priv.d),
+  };
+}
+
+/**
+ * In development (and tests) the VAPID pair is generated once and kept under DATA_DIR, like the auth secret, so
+ * browsers subscribed with it keep working across restarts. Written by link(2) from a temporary file: instances
+ * starting together all end up with the one pair that won.
+ */
+function developmentVapidKeys(dataDir: string): { publicKey: string; privateKey: string } {
+  const file = path.join(dataDir, VAPID_FILE);
+  const read = () => {
+    const stored = JSON.parse(readFileSync(file, 'utf8')) as { publicKey?: unknown; privateKey?: unknown };
+    if (typeof stored.publicKey !== 'string' || typeof stored.privateKey !== 'string') return null;
+    return vapidKeyProblems(stored.publicKey, stored.privateKey).length === 0
+      ? { publicKey: stored.publicKey, privateKey: stored.privateKey }
+      : null;
+  };
+  if (existsSync(file)) {
+    const stored = read();
+    if (stored) return stored;
+    unlinkSync(file);
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const keys = generateVapidKeys();
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  writeFileSync(tmp, JSON.stringify(keys), { mode: 0o600 });
+  try {
+    linkSync(tmp, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    unlinkSync(tmp);
+  }
+  return read() ?? keys;
+}
+
+/** Shape of a VAPID pair, and that the public key is the private key's (a pasted mismatch fails every send). */
+function vapidKeyProblems(publicKey: string, privateKey: string): string[] {
+  const b64url = /^[A-Za-z0-9_-]+={0,2}$/;
+  const pub = b64url.test(publicKey) ? Buffer.from(publicKey, 'base64url') : Buffer.alloc(0);
+  const priv = b64url.test(privateKey) ? Buffer.from(privateKey, 'base64url') : Buffer.alloc(0);
+  const problems: string[] = [];
+  if (pub.length !== 65 || pub[0] !== 4)
+    problems.push('VAPID_PUBLIC_KEY must be a base64url uncompressed P-256 public key (65 bytes)');
+  if (priv.length !== 32) problems.push('VAPID_PRIVATE_KEY must be a base64url P-256 private key (32 bytes)');
+  if (problems.length > 0) return problems;
+  try {
+    const ecdh = createECDH('prime256v1');
+    ecdh.setPrivateKey(priv);
+    if (!ecdh.getPublicKey().equals(pub))
+      problems.push('VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY are not one key pair');
+  } catch {
+    problems.push('VAPID_PRIVATE_KEY is not a valid P-256 private key');
+  }
+  return problems;
+}
+
+/** The Web Push keys: all three given, generated (development), or off (null); problems name the variables. */
+function vapidConfig(
+  e: { VAPID_PUBLIC_KEY?: string; VAPID_PRIVATE_KEY?: string; VAPID_SUBJECT?: string; DATA_DIR: string },
+  isProduction: boolean,
+  problems: string[],
+): VapidConfig | null {
+  const given = {
+    VAPID_PUBLIC_KEY: e.VAPID_PUBLIC_KEY,
+    VAPID_PRIVATE_KEY: e.VAPID_PRIVATE_KEY,
+    VAPID_SUBJECT: e.VAPID_SUBJECT,
+  };
+  const missing = Object.entries(given)
+    .filter(([, v]) => v === undefined)
+    .map(([k]) => k);
+  const subject = e.VAPID_SUBJECT ?? 'mailto:push@localhost';
+  if (missing.length === 0 || (!isProduction && e.VAPID_PUBLIC_KEY && e.VAPID_PRIVATE_KEY)) {
+    const pub = e.VAPID_PUBLIC_KEY as string;
+    const priv = e.VAPID_PRIVATE_KEY as string;
+    const keyProblems = vapidKeyProblems(pub, priv);
+    problems.push(...keyProblems);
+    return keyProblems.length === 0 ? { publicKey: pub, privateKey: priv, subject } : null;
+  }
+  if (isProduction) {
+    if (missing.length < 3) {
+      problems.push(
+        `Web Push needs VAPID_PUBLIC_KEY, VAPID_PRIVATE_KEY and VAPID_SUBJECT together: missing ${missing.join(', ')} (unset all three to turn push off)`,
+      );
+    }
+    return null;
+  }
+  if (e.VAPID_PUBLIC_KEY || e.VAPID_PRIVATE_KEY) {
+    problems.push(
+      'VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY must be set together (or neither, to generate a pair)',
+    );
+    return null;
+  }
+  return { ...developmentVapidKeys(e.DATA_DIR), subject };
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -473,6 +619,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (smtpFrom === null) {
     problems.push('SMTP_FROM must be an address (no-reply@example.com) or "Name <no-reply@example.com>"');
   }
+
+  const vapid = vapidConfig(e, isProduction, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   const apiBaseUrl = (e.API_BASE_URL ?? `http://localhost:${e.PORT || 3001}`).replace(/\/+$/, '');
@@ -493,6 +641,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     INSTANCE_ID: sanitizeInstanceId(e.INSTANCE_ID ?? `api-${randomUUID()}`),
     AUTH_SECRET: e.AUTH_SECRET ?? developmentSecret(e.DATA_DIR),
     distributed: Boolean(e.CACHE_URL) && e.ENABLE_DISTRIBUTED_CHAT,
+    vapid,
   };
 }
 
@@ -555,6 +704,8 @@ const HERALD_PREFIXES = [
   'COOKIE_',
   'HERALD_',
   'WEBHOOK_',
+  'PUSH_',
+  'VAPID_',
 ];
 
 /** Optimal string alignment distance: Levenshtein plus adjacent transpositions (DATABSE → DATABASE is 1). */

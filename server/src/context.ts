@@ -15,6 +15,7 @@ import type { Mailer } from './infra/mailer.js';
 import type { Store } from './infra/store.js';
 import type { Lifecycle } from './ops/lifecycle.js';
 import type { HeraldMetrics } from './ops/prometheus.js';
+import type { Push } from './push/index.js';
 import type { Realtime } from './realtime/index.js';
 import type { Webhooks } from './webhooks/index.js';
 
@@ -41,6 +42,8 @@ export interface AppContext {
   events: EventOutbox;
   /** Outgoing webhooks: a consumer of `events`; the worker sends what it queued (webhooks/). */
   webhooks: Webhooks;
+  /** Web Push (push/): the `push` delivery strategy, its durable queue's worker and the subscriptions. */
+  push: Push;
   /** This app's Prometheus registry and the histograms the hot paths observe into (ops/prometheus.ts). */
   metrics: HeraldMetrics;
   /** Overload protection (http/overload.ts): health reports it, the guard refuses requests while it holds. */

@@ -28,6 +28,7 @@ import type {
   PreferencesSchema,
 } from './notifications/schemas.js';
 import type { MetricsSchema } from './ops/metrics.js';
+import type { SubscribeBodySchema, SubscriptionSchema } from './push/schemas.js';
 
 /** Error body of every non-2xx answer of Herald's own routes. */
 export type ErrorBody = z.infer<typeof ErrorSchema>;
@@ -57,6 +58,12 @@ export interface CountsResponse {
 export type Preferences = z.infer<typeof PreferencesSchema>;
 /** Body of PATCH /notification/preferences. */
 export type PreferencesInput = z.input<typeof PreferencesPatchSchema>;
+
+// Web Push (docs/api.md#web-push)
+/** A subscribed browser as GET/POST /notification/push/subscriptions return it. */
+export type PushSubscriptionView = z.infer<typeof SubscriptionSchema>;
+/** Body of POST /notification/push/subscriptions: a browser's `PushSubscription.toJSON()`. */
+export type PushSubscriptionInput = z.input<typeof SubscribeBodySchema>;
 
 // Notification stream (SSE, docs/api.md)
 export type NotificationStreamEventName = SseEventName;

@@ -73,16 +73,6 @@ export function emailStrategy(deps: {
   };
 }
 
-/** Reserved: no push provider is implemented, so it never delivers and the next strategy is tried. */
-export function pushStrategy(): DeliveryStrategy {
-  return {
-    name: 'push',
-    async deliver() {
-      return new Set();
-    },
-  };
-}
-
 export interface DeliveryResult {
   /** user id → the strategy that delivered, or null when none did. */
   byUser: Map<string, StrategyName | null>;

@@ -1,7 +1,7 @@
 // Registers the notifications feature: repository, unread cache, SSE hub on the bus, delivery strategies (email
 // through the shared outbox that app.ts owns), retention job, routes, and `app.notifications` (the service other features call).
 import type { FastifyInstance } from 'fastify';
-import { createDelivery, emailStrategy, pushStrategy, sseStrategy } from './delivery.js';
+import { createDelivery, emailStrategy, sseStrategy } from './delivery.js';
 import { NotificationErrorCode } from './errors.js';
 import { NOTIFICATION_EVENTS_TOPIC, NotificationBusMessageSchema } from './events.js';
 import { createNotificationRepository } from './repository.js';
@@ -39,7 +39,8 @@ export function registerNotifications(app: FastifyInstance): void {
     [
       sseStrategy(realtime.presence),
       emailStrategy({ repo, emails: email.notificationEmails }),
-      pushStrategy(),
+      // Web Push (push/strategy.ts): queues one message per subscribed browser; built in app.ts like webhooks.
+      app.ctx.push.strategy,
     ],
     logger,
   );

@@ -17,6 +17,7 @@ import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
 // Type-only: declares app.notificationStreams (a decorator) for any program that compiles this file alone.
 import type {} from '../notifications/index.js';
+import type { Push } from '../push/index.js';
 import type { InstanceRecord, Realtime } from '../realtime/index.js';
 import type { Webhooks } from '../webhooks/index.js';
 
@@ -32,6 +33,7 @@ export interface MetricsSources {
   webhooks: { worker: Pick<Webhooks['worker'], 'stats'> };
   sessions: Pick<SessionResolver, 'fromHeaders'>;
   database: Pick<Database, 'poolStats' | 'reads'>;
+  push: Pick<Push, 'worker'>;
 }
 
 const InstanceSchema = z.object({
@@ -125,6 +127,29 @@ export const MetricsSchema = z
       })
       .optional()
       .describe('PostgreSQL pools and read replicas (docs/operations.md, "PostgreSQL past one server")'),
+
+    push: z
+      .object({
+        pending: z
+          .number()
+          .int()
+          .describe('push messages queued and not yet sent (queue depth), cluster-wide'),
+        sent: z.number().int().describe('messages accepted by a push service on this instance since start'),
+        attemptFailures: z
+          .number()
+          .int()
+          .describe('failed push attempts on this instance since start (each retry counts)'),
+        givenUp: z
+          .number()
+          .int()
+          .describe('messages given up on this instance since start (4xx, expired, subscription gone)'),
+        subscriptionsRemoved: z
+          .number()
+          .int()
+          .describe('subscriptions removed after a 404/410 on this instance since start'),
+      })
+      .optional()
+      .describe('Web Push queue (absent when push is off or the database could not be read)'),
   })
   .meta({
     example: {
@@ -161,6 +186,7 @@ export const MetricsSchema = z
       bus: { malformedDropped: 0, duplicatesDropped: 0, echoesSkipped: 1200, degradedTransitions: 0 },
       email: { pending: 0, failed: 0, sent: 118, attemptFailures: 2 },
       webhooks: { pending: 3, failed: 0, delivered: 512, attemptFailures: 7 },
+      push: { pending: 0, sent: 240, attemptFailures: 3, givenUp: 1, subscriptionsRemoved: 1 },
     },
   });
 
@@ -218,6 +244,10 @@ export async function collectMetrics(ctx: MetricsSources): Promise<MetricsReport
     ctx.logger.warn({ err }, 'metrics: webhook queue figures unavailable');
     return undefined;
   });
+  const push = await ctx.push.worker?.stats().catch((err: unknown) => {
+    ctx.logger.warn({ err }, 'metrics: push queue figures unavailable');
+    return undefined;
+  });
   const instances: InstanceRecord[] = await realtime.instances();
   const primaryPool = ctx.database.poolStats?.();
   const reads = ctx.database.reads?.stats();
@@ -257,6 +287,8 @@ export async function collectMetrics(ctx: MetricsSources): Promise<MetricsReport
     email,
     webhooks,
     database,
+
+    push,
   };
 }
 

@@ -114,6 +114,10 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
       'herald_webhook_queue_failed',
       'Webhook deliveries given up after WEBHOOK_RETRY_WINDOW_MS (last 7 days), cluster-wide.',
     ),
+    pushDepth: gauge(
+      'herald_push_queue_depth',
+      'Web Push messages queued and not yet sent (queue depth), cluster-wide.',
+    ),
     webhookDelivered: gauge(
       'herald_webhook_queue_delivered',
       'Webhook deliveries answered with a 2xx (last 7 days), cluster-wide.',
@@ -164,6 +168,22 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
     emailAttemptFailures: counter(
       'herald_email_send_failures_total',
       'Failed email send attempts on this instance since start.',
+    ),
+    pushSends: counter(
+      'herald_push_sends_total',
+      'Web Push messages accepted by a push service (2xx) on this instance since start.',
+    ),
+    pushAttemptFailures: counter(
+      'herald_push_failures_total',
+      'Failed Web Push attempts on this instance since start (each retry counts).',
+    ),
+    pushGivenUp: counter(
+      'herald_push_given_up_total',
+      'Web Push messages given up on this instance since start (4xx, expired, subscription gone).',
+    ),
+    pushSubscriptionsRemoved: counter(
+      'herald_push_subscriptions_removed_total',
+      'Push subscriptions removed after a 404/410 from their push service on this instance since start.',
     ),
     webhookAttemptFailures: counter(
       'herald_webhook_delivery_failures_total',
@@ -234,6 +254,13 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
           g.replicaEligible.set({ replica: r.name }, Number(r.eligible));
           g.replicaLag.set({ replica: r.name }, r.lagMs === null ? Number.NaN : r.lagMs / 1000);
         }
+      }
+      g.pushDepth.set(report.push?.pending ?? Number.NaN);
+      if (report.push) {
+        mirror(c.pushSends, report.push.sent);
+        mirror(c.pushAttemptFailures, report.push.attemptFailures);
+        mirror(c.pushGivenUp, report.push.givenUp);
+        mirror(c.pushSubscriptionsRemoved, report.push.subscriptionsRemoved);
       }
       return registry.metrics();
     },

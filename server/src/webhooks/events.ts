@@ -16,6 +16,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'email.failed',
   'chat.message.created',
   'user.created',
+  'push.sent',
+  'push.failed',
 ] as const satisfies readonly DomainEventType[];
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 const OFFERED: ReadonlySet<string> = new Set(WEBHOOK_EVENT_TYPES);

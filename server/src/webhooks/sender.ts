@@ -12,13 +12,21 @@ export const MAX_RESPONSE_BYTES = 64 * 1024;
 export interface SendRequest {
   url: string;
   headers: Record<string, string>;
-  body: string;
+  body: string | Buffer;
+  /** Default application/json (webhooks); Web Push sends application/octet-stream. */
+  contentType?: string;
+  /** Default Herald-Webhooks/1. */
+  userAgent?: string;
 }
 
 export interface SendResult {
   ok: boolean;
   statusCode: number | null;
   error: string | null;
+  /** The answer's Retry-After header, when it had one (Web Push honours it). */
+  retryAfter?: string;
+  /** True when the SSRF rules refused the target's address (no request was made). */
+  refused?: boolean;
 }
 
 export interface SenderOptions {
@@ -61,15 +69,16 @@ export function createSender(options: SenderOptions) {
     try {
       target = await resolveTarget(url, options);
     } catch (err) {
-      const message = err instanceof UrlRefused ? `refused: ${err.message}` : (err as Error).message;
-      return { ok: false, statusCode: null, error: message };
+      const refused = err instanceof UrlRefused;
+      const message = refused ? `refused: ${err.message}` : (err as Error).message;
+      return { ok: false, statusCode: null, error: message, refused };
     }
     // Whatever name the client library asks about, the answer is the address checked above.
     const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
       if (lookupOptions.all) callback(null, [{ address: target.address, family: target.family }]);
       else callback(null, target.address, target.family);
     };
-    const body = Buffer.from(request.body);
+    const body = typeof request.body === 'string' ? Buffer.from(request.body) : request.body;
     const client = url.protocol === 'https:' ? https : http;
     return new Promise<SendResult>((resolve) => {
       let settled = false;
@@ -87,9 +96,9 @@ export function createSender(options: SenderOptions) {
           agent: agentFor(url, target.address),
           headers: {
             ...request.headers,
-            'content-type': 'application/json',
+            'content-type': request.contentType ?? 'application/json',
             'content-length': String(body.length),
-            'user-agent': 'Herald-Webhooks/1',
+            'user-agent': request.userAgent ?? 'Herald-Webhooks/1',
           },
         },
         (res) => {
@@ -100,7 +109,8 @@ export function createSender(options: SenderOptions) {
             let error: string | null = null;
             if (status >= 300 && status < 400) error = `redirect (${status}) not followed`;
             else if (!ok) error = `HTTP ${status}`;
-            finish({ ok, statusCode: status, error });
+            const retryAfter = res.headers['retry-after'];
+            finish({ ok, statusCode: status, error, ...(retryAfter ? { retryAfter } : {}) });
             res.destroy();
           };
           res.on('data', (chunk: Buffer) => {

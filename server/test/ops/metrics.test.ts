@@ -68,6 +68,7 @@ describe('GET /metrics', () => {
         'email',
         'instanceId',
         'pubsub',
+        'push',
         'timestamp',
         'webhooks',
       ].sort(),
@@ -82,6 +83,9 @@ describe('GET /metrics', () => {
     expect(database.pools[0]?.total).toBeGreaterThan(0);
     expect(database.reads).toMatchObject({ replica: 0, fallbacks: 0 });
     expect(database.replicas).toEqual([]);
+
+    // Push is on (a development key pair) and nothing was queued.
+    expect(body.push).toMatchObject({ pending: 0, sent: 0, attemptFailures: 0 });
     // The admin's verification email went through the durable queue.
     expect(body.email).toMatchObject({ pending: 0, failed: 0, attemptFailures: 0 });
     expect((body.email as { sent: number }).sent).toBeGreaterThanOrEqual(1);

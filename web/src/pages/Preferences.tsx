@@ -1,10 +1,11 @@
-// Delivery preferences: whether notifications may be emailed (and which types) while you are offline; push is
-// reserved by the service and shown for completeness.
-import type { Preferences } from '@herald/client';
+// Delivery preferences: whether notifications may be emailed or pushed (and which types) while you are offline,
+// and Web Push on this browser: the "Enable push notifications" switch (permission → service worker →
+// subscription stored by the service) and the list of subscribed devices.
+import type { Preferences, PushSubscriptionView } from '@herald/client';
 import { useHeraldClient } from '@herald/client/react';
-import { type FormEvent, useEffect, useState } from 'react';
+import { type FormEvent, useCallback, useEffect, useState } from 'react';
 import { Alert } from '../components/Form';
-import { errorMessage } from '../format';
+import { errorCode, errorMessage, formatTime } from '../format';
 import { LOCALES, type Locale, localeOf, texts } from '../i18n';
 import { useCurrentUser } from '../session';
 import { NOTIFICATION_TYPES, type NotificationType, typeLabel } from '../types';
@@ -34,6 +35,143 @@ function TypeChoices({
         </label>
       ))}
     </fieldset>
+  );
+}
+
+/** "Chrome on Linux"-style label from a User-Agent (best effort; the raw string is the title). */
+function deviceLabel(userAgent: string | null): string {
+  if (!userAgent) return 'Unknown browser';
+  const browser = /Edg\//.test(userAgent)
+    ? 'Edge'
+    : /Firefox\//.test(userAgent)
+      ? 'Firefox'
+      : /Chrome\/|Chromium\//.test(userAgent)
+        ? 'Chrome'
+        : /Safari\//.test(userAgent)
+          ? 'Safari'
+          : 'Browser';
+  const os = /Android/.test(userAgent)
+    ? 'Android'
+    : /iPhone|iPad/.test(userAgent)
+      ? 'iOS'
+      : /Windows/.test(userAgent)
+        ? 'Windows'
+        : /Mac OS X/.test(userAgent)
+          ? 'macOS'
+          : /Linux/.test(userAgent)
+            ? 'Linux'
+            : '';
+  return os ? `${browser} on ${os}` : browser;
+}
+
+/** Web Push on this browser and the list of subscribed devices. */
+function PushDevices({ onPreferences }: { onPreferences: (p: Preferences) => void }) {
+  const { notifications } = useHeraldClient();
+  const { push } = notifications;
+  const [devices, setDevices] = useState<PushSubscriptionView[] | null>(null);
+  const [current, setCurrent] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const supported = push.supported();
+
+  const refresh = useCallback(async () => {
+    const [list, endpoint] = await Promise.all([push.list(), supported ? push.currentEndpoint() : null]);
+    setDevices(list);
+    setCurrent(endpoint);
+  }, [push, supported]);
+
+  useEffect(() => {
+    refresh().catch((err: unknown) => setError(errorMessage(err)));
+  }, [refresh]);
+
+  const thisDevice = devices?.find((d) => d.endpoint === current) ?? null;
+
+  const toggle = async (enable: boolean) => {
+    setBusy(true);
+    setError(null);
+    try {
+      if (enable) {
+        await push.subscribe();
+        onPreferences(await notifications.updatePreferences({ pushEnabled: true }));
+      } else {
+        await push.unsubscribe();
+        // Pushes stay on for the user's other devices; with none left, the preference goes off too.
+        if ((await push.list()).length === 0)
+          onPreferences(await notifications.updatePreferences({ pushEnabled: false }));
+      }
+      await refresh();
+    } catch (err) {
+      const code = errorCode(err);
+      setError(
+        code === 'PUSH_PERMISSION_DENIED'
+          ? 'Notifications are blocked for this site: allow them in the browser settings, then try again.'
+          : code === 'PUSH_NOT_CONFIGURED'
+            ? 'Push notifications are not configured on this server.'
+            : errorMessage(err, 'Could not change push notifications'),
+      );
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const remove = async (id: string) => {
+    setError(null);
+    try {
+      if (id === thisDevice?.id) await push.unsubscribe();
+      else await push.remove(id);
+      await refresh();
+    } catch (err) {
+      setError(errorMessage(err, 'Could not remove the device'));
+    }
+  };
+
+  return (
+    <section className="stack" aria-labelledby="push-heading">
+      <h2 id="push-heading">Push notifications</h2>
+      {supported ? (
+        <label className="check">
+          <input
+            type="checkbox"
+            role="switch"
+            checked={thisDevice !== null}
+            disabled={busy || devices === null}
+            aria-checked={thisDevice !== null}
+            onChange={(e) => void toggle(e.target.checked)}
+          />
+          Enable push notifications
+        </label>
+      ) : (
+        <p className="muted">This browser cannot receive push notifications.</p>
+      )}
+      <Alert>{error}</Alert>
+      <h3>Subscribed devices</h3>
+      {devices === null ? (
+        <p className="muted">Loading…</p>
+      ) : devices.length === 0 ? (
+        <p className="muted">No device receives push notifications.</p>
+      ) : (
+        <ul aria-label="Subscribed devices" className="stack">
+          {devices.map((d) => {
+            const label = deviceLabel(d.userAgent);
+            return (
+              <li key={d.id}>
+                <span title={d.userAgent ?? undefined}>{label}</span>
+                {d.id === thisDevice?.id ? <strong> (this device)</strong> : null}{' '}
+                <small className="muted">since {formatTime(d.createdAt)}</small>{' '}
+                <button
+                  type="button"
+                  className="button"
+                  aria-label={`Remove ${label}${d.id === thisDevice?.id ? ' (this device)' : ''}`}
+                  onClick={() => void remove(d.id)}
+                >
+                  Remove
+                </button>
+              </li>
+            );
+          })}
+        </ul>
+      )}
+    </section>
   );
 }
 
@@ -152,7 +290,7 @@ export function PreferencesPage() {
             checked={prefs.pushEnabled}
             onChange={(e) => setPrefs({ ...prefs, pushEnabled: e.target.checked })}
           />
-          Push notifications (not delivered yet by the service)
+          Push notifications to my subscribed devices while I am offline
         </label>
         <TypeChoices
           legend="Types sent by push"
@@ -168,6 +306,7 @@ export function PreferencesPage() {
           </button>
         </div>
       </form>
+      <PushDevices onPreferences={setPrefs} />
     </section>
   );
 }

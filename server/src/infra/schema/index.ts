@@ -5,4 +5,5 @@ export * from './auth.js';
 export * from './chat.js';
 export * from './idempotency.js';
 export * from './notifications.js';
+export * from './push.js';
 export * from './webhooks.js';
