@@ -34,7 +34,7 @@ import {
 import { createOverloadMonitor, installOverloadGuard } from './http/overload.js';
 import { parseTrustProxy } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
-import { installSecurityHeaders } from './http/security-headers.js';
+import { docsContentSecurityPolicy, installSecurityHeaders } from './http/security-headers.js';
 import { registerClientConfig, registerWebApp } from './http/web-app.js';
 import { createDatabase } from './infra/db.js';
 import { createEmailOutbox } from './infra/email-outbox.js';
@@ -334,6 +334,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
+    staticCSP: docsContentSecurityPolicy(config.API_BASE_URL.startsWith('https:')),
     theme: { title: 'Herald API' },
     logo: { type: 'image/svg+xml', content: HERALD_LOGO_SVG, href: '/docs' },
     uiConfig: {
