@@ -106,9 +106,26 @@ export function fitProviderProfile(name: unknown, image: unknown): { name: strin
   return { name: cleaned || 'User', image: fitted };
 }
 
+/** SQLSTATE raised by the database's last-admin trigger (migration 0008_last_admin_guard). */
+export const LAST_ADMIN_SQLSTATE = 'HE001';
+
+/** True when `err` (or an error it wraps: drizzle, better-auth's adapter) is the last-admin trigger's refusal. */
+export function isLastAdminViolation(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current !== null && typeof current === 'object'; depth++) {
+    if ((current as { code?: unknown }).code === LAST_ADMIN_SQLSTATE) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+export const LAST_ADMIN_MESSAGE = 'This is the last administrator: promote another user first';
+
 /**
  * 400 LAST_ADMIN when `userId` is the only active (not banned) administrator. Called before a demotion, a ban or
- * a removal, so the deployment always keeps someone able to administer it (the CLI can still create one).
+ * a removal, so the deployment always keeps someone able to administer it (the CLI can still create one). This
+ * is the friendly answer only: two such requests at once can both pass it, and the database trigger of migration
+ * 0008 (serialised by a transaction-level advisory lock) refuses the second; the bridge maps that to the same 400.
  */
 export async function assertNotLastAdmin(db: Db, userId: string): Promise<void> {
   const [row] = rowsOf<{ target_is_admin: boolean; others: number }>(
@@ -121,6 +138,6 @@ export async function assertNotLastAdmin(db: Db, userId: string): Promise<void> 
     ),
   );
   if (row?.target_is_admin && row.others === 0) {
-    throw refuse('LAST_ADMIN', 'This is the last administrator: promote another user first');
+    throw refuse('LAST_ADMIN', LAST_ADMIN_MESSAGE);
   }
 }

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, sendError } from '../http/errors.js';
 import { nestedDeeperThan, nulError } from '../http/nul-guard.js';
 import { session as sessionTable } from '../infra/schema/index.js';
+import { isLastAdminViolation, LAST_ADMIN_MESSAGE } from './account-rules.js';
 import { type Auth, BODY_REFUSED_HEADER, MAX_AUTH_BODY_DEPTH } from './auth.js';
 
 const ALIASES: Record<string, string> = {
@@ -221,6 +222,11 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
             }
           }
         } catch (err) {
+          // Two admins demoting or banning each other at once: the database refused the one that would have
+          // left no active administrator (the race the LAST_ADMIN pre-check cannot see). Same answer as the check.
+          if (isLastAdminViolation(err)) {
+            return sendError(reply, 400, { code: 'LAST_ADMIN', message: LAST_ADMIN_MESSAGE });
+          }
           if (!app.ctx.store.isReady()) {
             request.log.warn(
               { err, path: target.pathname },
