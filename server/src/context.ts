@@ -4,6 +4,7 @@ import type { Auth } from './auth/auth.js';
 import type { SessionResolver } from './auth/guard.js';
 import type { Revocation } from './auth/revocation.js';
 import type { Config } from './config.js';
+import type { ClientLimits } from './http/client-limits.js';
 import type { OverloadMonitor } from './http/overload.js';
 import type { Database } from './infra/db.js';
 import type { EmailOutbox } from './infra/email-outbox.js';
@@ -38,6 +39,8 @@ export interface AppContext {
   metrics: HeraldMetrics;
   /** Overload protection (http/overload.ts): health reports it, the guard refuses requests while it holds. */
   overload: OverloadMonitor;
+  /** Per-client limits (http/client-limits.ts), ahead of the overload guard. */
+  clientLimits: ClientLimits;
 }
 
 declare module 'fastify' {

@@ -4,11 +4,11 @@
 // and ban, so a DELETE, or a ban or demotion of the key's creator, that has returned is in force on every instance. `lastUsedAt` is batched in memory and flushed every API_KEY_LAST_USED_FLUSH_MS.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../http/errors.js';
+import { createWindowLimiter } from '../http/rate-limit.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import type { Store } from '../infra/store.js';
 import { ApiKeyErrorCode } from './errors.js';
-import { createKeyRateLimiter } from './rate-limit.js';
 import {
   type ApiKeyRow,
   deleteApiKey,
@@ -82,7 +82,7 @@ function bearerToken(header: string | undefined): string | null {
 
 export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
   const { db, logger } = deps;
-  const limiter = createKeyRateLimiter({ store: deps.store, logger, ...deps.rateLimit });
+  const limiter = createWindowLimiter({ store: deps.store, logger, prefix: 'apikey:rl:', ...deps.rateLimit });
   let pending = new Map<string, Date>();
   let flushing: Promise<void> = Promise.resolve();
 
