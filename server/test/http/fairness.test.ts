@@ -98,7 +98,8 @@ describe('one user cannot take an instance away from everyone', () => {
     expect(warnings.length, JSON.stringify(warnings)).toBeLessThanOrEqual(3);
     expect(new Set(warnings.map((w) => `${w.limit}:${w.client}`)).size).toBe(warnings.length);
     expect(warnings.every((w) => w.userId === hog.id || w.ip === '10.66.0.1')).toBe(true);
-  });
+    // A bound against hangs (250 workers on a shared, loaded machine), not a performance threshold.
+  }, 180_000);
 
   it('limits requests per second per user across two instances (429 with Retry-After), per address too', async () => {
     const tight = await createTestEnv({
