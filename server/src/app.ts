@@ -25,6 +25,7 @@ import { createEmail, createEmailRendererFromConfig, registerEmail } from './ema
 import { emailOutcomeEvent } from './events/email.js';
 import { createEventOutbox } from './events/outbox.js';
 import { installCachePolicy } from './http/cache.js';
+import { type ClientIdentity, installClientLimits } from './http/client-limits.js';
 import { installConnectionLimits } from './http/connection-limits.js';
 import { installRequestDrain } from './http/drain.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
@@ -36,8 +37,9 @@ import {
   securitySchemes,
 } from './http/openapi.js';
 import { createOverloadMonitor, installOverloadGuard } from './http/overload.js';
+import { trustFunction } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
-import { installSecurityHeaders } from './http/security-headers.js';
+import { docsContentSecurityPolicy, installSecurityHeaders } from './http/security-headers.js';
 import { registerClientConfig, registerWebApp } from './http/web-app.js';
 import { createDatabase } from './infra/db.js';
 import { createEmailOutbox } from './infra/email-outbox.js';
@@ -146,7 +148,29 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     done();
   });
   app.addHook('onClose', async () => overload.close());
-  // Right after the request id: a refused request costs nothing else.
+  // First, per client: one user, key or address over its share gets 429 before its load can trip the
+  // instance-wide guard for everyone (issue 22). The session resolver exists only later in this function.
+  let resolver: ReturnType<typeof createSessionResolver> | undefined;
+  const clientLimits = installClientLimits(app, {
+    maxInFlight: config.CLIENT_MAX_IN_FLIGHT,
+    maxInFlightPerIp: config.CLIENT_MAX_IN_FLIGHT_PER_IP,
+    maxPerSecond: config.CLIENT_RATE_LIMIT_PER_SECOND,
+    maxPerSecondPerIp: config.CLIENT_RATE_LIMIT_PER_SECOND_PER_IP,
+    // Built below (after the database); only called once requests flow.
+    store: { isReady: () => store.isReady(), incrWindow: (k, w) => store.incrWindow(k, w) },
+    storeTimeoutMs: config.CACHE_COMMAND_TIMEOUT_MS,
+    logger: app.log,
+    principal: async (headers): Promise<ClientIdentity | null> => {
+      const token = resolver ? await resolver.tokenFromHeaders(headers) : null;
+      if (!token || !resolver) return null;
+      // Known after this instance resolved the token once; the first request of a session pays one store read
+      // here (the route's own check then reuses the parse). A dead session counts as anonymous (address only).
+      const userId = resolver.knownUserId(token) ?? (await resolver.fromHeaders(headers))?.user.id;
+      return userId ? { kind: 'user', key: userId, label: { userId } } : null;
+    },
+  });
+  app.addHook('onClose', async () => clientLimits.close());
+  // Right after the per-client limits: a refused request costs nothing else.
   installOverloadGuard(app, overload, config.OVERLOAD_RETRY_AFTER_S);
   installCachePolicy(app);
   installNulGuard(app);
@@ -159,7 +183,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     ],
   });
   const logger = app.log;
-  installConnectionLimits(app.server, { maxPerIp: config.HTTP_MAX_CONNECTIONS_PER_IP, logger });
+  const trusted = trustFunction(config.TRUST_PROXY);
+  installConnectionLimits(app.server, {
+    maxPerIp: config.HTTP_MAX_CONNECTIONS_PER_IP,
+    logger,
+    // Hop 0: is the peer itself a trusted proxy (TRUST_PROXY=true trusts every peer, so nothing is capped).
+    trustedProxy: config.TRUST_PROXY === undefined ? undefined : (address) => trusted(address, 0),
+  });
   if (options.prettyLogs && !canPrettyPrint()) {
     logger.info('pino-pretty is not installed (production install?): logging JSON');
   }
@@ -316,6 +346,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     events,
   });
   const sessions = createSessionResolver(auth, { store, db: database.db, logger, revocation });
+  resolver = sessions;
 
   app.decorate('ctx', {
     config,
@@ -334,6 +365,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     overload,
     events,
     drain,
+    clientLimits,
     webhooks,
     push,
   });
@@ -374,6 +406,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
+    staticCSP: docsContentSecurityPolicy(config.API_BASE_URL.startsWith('https:')),
     theme: { title: 'Herald API' },
     logo: { type: 'image/svg+xml', content: HERALD_LOGO_SVG, href: '/docs' },
     uiConfig: {

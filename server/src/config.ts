@@ -275,6 +275,12 @@ export const EnvSchema = z.object({
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(72_000, 100, 10 * 60_000),
   // Open TCP connections per client address (socket address, also behind a proxy); 0 turns the cap off.
   HTTP_MAX_CONNECTIONS_PER_IP: int(256, 0),
+  // Per-client limits ahead of the overload guard (http/client-limits.ts); 0 turns one off. In flight: per
+  // instance (in memory). Per second: counted in the shared store across instances (per instance while it is down).
+  CLIENT_MAX_IN_FLIGHT: int(32, 0),
+  CLIENT_MAX_IN_FLIGHT_PER_IP: int(128, 0),
+  CLIENT_RATE_LIMIT_PER_SECOND: int(100, 0),
+  CLIENT_RATE_LIMIT_PER_SECOND_PER_IP: int(300, 0),
   AUTH_RATE_LIMIT_MAX: int(10, 1),
   AUTH_RATE_LIMIT_WINDOW_S: int(60, 1),
   // Requests per API key and window, counted in the shared store (per instance while it is unreachable).

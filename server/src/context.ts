@@ -6,6 +6,7 @@ import type { Revocation } from './auth/revocation.js';
 import type { Config } from './config.js';
 import type { Email } from './email/index.js';
 import type { EventOutbox } from './events/outbox.js';
+import type { ClientLimits } from './http/client-limits.js';
 import type { CutShort } from './http/drain.js';
 import type { OverloadMonitor } from './http/overload.js';
 import type { Database } from './infra/db.js';
@@ -53,6 +54,9 @@ export interface AppContext {
    * `drain.onCutShort(release)` runs when SHUTDOWN_GRACE_MS ends with the request still running.
    */
   drain: CutShort;
+
+  /** Per-client limits (http/client-limits.ts), ahead of the overload guard. */
+  clientLimits: ClientLimits;
 }
 
 declare module 'fastify' {

@@ -1,7 +1,7 @@
 // Owns the api_key table's queries (infra/schema/api-keys.ts).
 import { desc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../infra/db.js';
-import { apiKey } from '../infra/schema/index.js';
+import { apiKey, user } from '../infra/schema/index.js';
 
 export type ApiKeyRow = typeof apiKey.$inferSelect;
 
@@ -18,10 +18,26 @@ export function listApiKeys(db: Db): Promise<ApiKeyRow[]> {
   return db.select().from(apiKey).orderBy(desc(apiKey.createdAt), desc(apiKey.id));
 }
 
-/** The key with this hash: one lookup through the unique index on key_hash. */
-export async function findByHash(db: Db, keyHash: string): Promise<ApiKeyRow | undefined> {
-  const [row] = await db.select().from(apiKey).where(eq(apiKey.keyHash, keyHash)).limit(1);
-  return row;
+/**
+ * The key with this hash (one lookup through the unique index on key_hash) and whether its creator still holds
+ * the authority it was made with: an administrator whose ban is not in force. A creator who was deleted (the
+ * column is then null) holds none. Read in the same statement as the key, so a ban or demotion committed before
+ * this query is always seen, on every instance.
+ */
+export async function findByHash(
+  db: Db,
+  keyHash: string,
+): Promise<(ApiKeyRow & { creatorActive: boolean }) | undefined> {
+  const [row] = await db
+    .select({
+      key: apiKey,
+      creatorActive: sql<boolean>`coalesce(${user.role} = 'admin' and (${user.banned} is not true or (${user.banExpires} is not null and ${user.banExpires} <= now())), false)`,
+    })
+    .from(apiKey)
+    .leftJoin(user, eq(user.id, apiKey.createdBy))
+    .where(eq(apiKey.keyHash, keyHash))
+    .limit(1);
+  return row ? { ...row.key, creatorActive: row.creatorActive === true } : undefined;
 }
 
 export async function deleteApiKey(db: Db, id: string): Promise<boolean> {

@@ -24,6 +24,13 @@ export const ApiKeySchema = z
     name: z.string(),
     scopes: z.array(z.enum(API_KEY_SCOPES)),
     prefix: z.string().describe('the first characters of the key, to tell keys apart'),
+    createdBy: z
+      .string()
+      .nullable()
+      .describe(
+        'user id of the administrator who created the key; the key stops working once that user is banned, ' +
+          'loses the admin role or is deleted (null)',
+      ),
     createdAt: z.string(),
     expiresAt: z.string().nullable(),
     lastUsedAt: z.string().nullable().describe('updated in batches every few seconds'),
@@ -34,6 +41,7 @@ export const ApiKeySchema = z
       name: 'billing-service',
       scopes: ['notifications:send'],
       prefix: 'hk_Q2x9vT0a',
+      createdBy: 'Xr4mQ2pZ8kL1vN6tB3yW7cD9fH0jS5aE',
       createdAt: '2026-01-01T12:00:00.000Z',
       expiresAt: null,
       lastUsedAt: '2026-01-02T08:30:00.000Z',

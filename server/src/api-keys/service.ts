@@ -1,14 +1,14 @@
 // Owns API keys: creation (random key, stored only as its SHA-256), listing, revocation, and authenticating a
 // `Authorization: Bearer hk_…` header for one scope (docs/api.md#api-keys, docs/architecture.md "API keys").
-// No cache: every use looks the hash up in PostgreSQL (unique index, ~0.2 ms), so a DELETE that has returned is
-// in force on every instance. `lastUsedAt` is batched in memory and flushed every API_KEY_LAST_USED_FLUSH_MS.
+// No cache: every use looks the hash up in PostgreSQL (unique index, ~0.2 ms) together with its creator's role
+// and ban, so a DELETE, or a ban or demotion of the key's creator, that has returned is in force on every instance. `lastUsedAt` is batched in memory and flushed every API_KEY_LAST_USED_FLUSH_MS.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../http/errors.js';
+import { createWindowLimiter } from '../http/rate-limit.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import type { Store } from '../infra/store.js';
 import { ApiKeyErrorCode } from './errors.js';
-import { createKeyRateLimiter } from './rate-limit.js';
 import {
   type ApiKeyRow,
   deleteApiKey,
@@ -37,6 +37,8 @@ export interface ApiKeyView {
   name: string;
   scopes: ApiKeyScope[];
   prefix: string;
+  /** The administrator who made the key; null once that user was deleted (the key then no longer works). */
+  createdBy: string | null;
   createdAt: string;
   expiresAt: string | null;
   lastUsedAt: string | null;
@@ -80,7 +82,7 @@ function bearerToken(header: string | undefined): string | null {
 
 export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
   const { db, logger } = deps;
-  const limiter = createKeyRateLimiter({ store: deps.store, logger, ...deps.rateLimit });
+  const limiter = createWindowLimiter({ store: deps.store, logger, prefix: 'apikey:rl:', ...deps.rateLimit });
   let pending = new Map<string, Date>();
   let flushing: Promise<void> = Promise.resolve();
 
@@ -93,6 +95,7 @@ export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
       name: row.name,
       scopes: row.scopes as ApiKeyScope[],
       prefix: row.prefix,
+      createdBy: row.createdBy,
       createdAt: row.createdAt.toISOString(),
       expiresAt: row.expiresAt?.toISOString() ?? null,
       lastUsedAt: last?.toISOString() ?? null,
@@ -150,6 +153,10 @@ export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
       if (!row || !timingSafeEqual(Buffer.from(row.keyHash, 'hex'), hash)) throw unauthorized();
       if (row.expiresAt && row.expiresAt.getTime() <= Date.now())
         throw unauthorized('This API key has expired');
+      // A key carries its creator's authority: once they are banned, demoted or deleted it stops working.
+      if (!row.creatorActive) {
+        throw unauthorized('The administrator who created this API key no longer holds that role');
+      }
       if (!row.scopes.includes(scope)) {
         throw new AppError(403, ApiKeyErrorCode.FORBIDDEN, `This API key lacks the ${scope} scope`);
       }

@@ -13,6 +13,25 @@ export const ROLES = ['user', 'admin'] as const;
 // Control characters (C0, DEL, C1) and the Unicode line/paragraph separators: a name is one line of text.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+// Invisible and bidirectional formatting characters: a name made with them can look like another user's name
+// ("admin\u200b") or reverse the text shown after it (U+202E). Refused: soft hyphen U+00AD, Arabic letter mark
+// U+061C, Mongolian vowel separator U+180E, zero-width space U+200B, LRM/RLM U+200E–U+200F, the embeddings and
+// overrides U+202A–U+202E, word joiner and invisible operators U+2060–U+2064, the isolates U+2066–U+2069 and the
+// BOM / zero-width no-break space U+FEFF.
+const INVISIBLE = /[\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/;
+// The zero-width (non-)joiners U+200C/U+200D are part of how Persian, Arabic and Indic names are written and of
+// emoji sequences (👨‍👩‍👧), so they are allowed exactly there: between two letters/marks, or (ZWJ) between two
+// emoji. Anywhere else (leading, trailing, next to a space or punctuation, doubled) they only hide text.
+const JOINER_IN_WORD = /(?<=[\p{L}\p{M}])\u200c(?=[\p{L}\p{M}])|(?<=[\p{L}\p{M}])\u200d(?=[\p{L}\p{M}])/gu;
+const JOINER_IN_EMOJI =
+  /(?<=\p{Extended_Pictographic}|\p{Emoji_Modifier}|\ufe0f)\u200d(?=\p{Extended_Pictographic})/gu;
+
+/** True when `text` holds an invisible or bidirectional control character (see INVISIBLE above). */
+export function hasInvisible(text: string): boolean {
+  if (INVISIBLE.test(text)) return true;
+  if (!text.includes('\u200c') && !text.includes('\u200d')) return false;
+  return /[\u200c\u200d]/.test(text.replace(JOINER_IN_WORD, '').replace(JOINER_IN_EMOJI, ''));
+}
 
 const refuse = (code: string, message: string) => APIError.from('BAD_REQUEST', { code, message });
 
@@ -27,6 +46,9 @@ export function validName(value: unknown): string {
   }
   if (CONTROL.test(name)) {
     throw refuse('INVALID_NAME', 'Name must be a single line without control characters');
+  }
+  if (hasInvisible(name)) {
+    throw refuse('INVALID_NAME', 'Name must not contain invisible or text-direction control characters');
   }
   return name;
 }
@@ -66,7 +88,12 @@ export function validRole(value: unknown): (typeof ROLES)[number] {
  */
 export function fitProviderProfile(name: unknown, image: unknown): { name: string; image: string | null } {
   const raw = typeof name === 'string' ? name : '';
-  const cleaned = [...raw.replace(new RegExp(CONTROL.source, 'gu'), ' ').replace(/\s+/g, ' ').trim()]
+  const visible = raw
+    .replace(new RegExp(CONTROL.source, 'gu'), ' ')
+    .replace(new RegExp(INVISIBLE.source, 'gu'), '');
+  const cleaned = [
+    ...(hasInvisible(visible) ? visible.replace(/[\u200c\u200d]/g, '') : visible).replace(/\s+/g, ' ').trim(),
+  ]
     .slice(0, NAME_MAX_CHARS)
     .join('')
     .trim();
@@ -79,9 +106,26 @@ export function fitProviderProfile(name: unknown, image: unknown): { name: strin
   return { name: cleaned || 'User', image: fitted };
 }
 
+/** SQLSTATE raised by the database's last-admin trigger (migration 0008_last_admin_guard). */
+export const LAST_ADMIN_SQLSTATE = 'HE001';
+
+/** True when `err` (or an error it wraps: drizzle, better-auth's adapter) is the last-admin trigger's refusal. */
+export function isLastAdminViolation(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current !== null && typeof current === 'object'; depth++) {
+    if ((current as { code?: unknown }).code === LAST_ADMIN_SQLSTATE) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+export const LAST_ADMIN_MESSAGE = 'This is the last administrator: promote another user first';
+
 /**
  * 400 LAST_ADMIN when `userId` is the only active (not banned) administrator. Called before a demotion, a ban or
- * a removal, so the deployment always keeps someone able to administer it (the CLI can still create one).
+ * a removal, so the deployment always keeps someone able to administer it (the CLI can still create one). This
+ * is the friendly answer only: two such requests at once can both pass it, and the database trigger of migration
+ * 0008 (serialised by a transaction-level advisory lock) refuses the second; the bridge maps that to the same 400.
  */
 export async function assertNotLastAdmin(db: Db, userId: string): Promise<void> {
   const [row] = rowsOf<{ target_is_admin: boolean; others: number }>(
@@ -94,6 +138,6 @@ export async function assertNotLastAdmin(db: Db, userId: string): Promise<void> 
     ),
   );
   if (row?.target_is_admin && row.others === 0) {
-    throw refuse('LAST_ADMIN', 'This is the last administrator: promote another user first');
+    throw refuse('LAST_ADMIN', LAST_ADMIN_MESSAGE);
   }
 }

@@ -318,6 +318,24 @@ export function createAuth({
     }
   }
 
+  // Answers a body the bridge refused (auth/bridge.ts BODY_REFUSED_HEADER) after better-auth's router has
+  // counted the request against the route's rate limit (its onRequest runs the limiter before plugins').
+  const bodyGuard: BetterAuthPlugin = {
+    id: 'herald-body-guard',
+    onRequest: async (request) =>
+      request.headers.get(BODY_REFUSED_HEADER)
+        ? {
+            response: Response.json(
+              {
+                code: 'INVALID_JSON',
+                message: `Body must be JSON nested at most ${MAX_AUTH_BODY_DEPTH} levels deep`,
+              },
+              { status: 400 },
+            ),
+          }
+        : undefined,
+  };
+
   const sensitiveRule = { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX };
   const instance = betterAuth({
     // The product's own name (APP_NAME): better-auth uses it e.g. as the issuer of its own messages.
@@ -545,6 +563,7 @@ export function createAuth({
       ipAddress: { ipAddressHeaders: ['x-herald-client-ip'] },
     },
     plugins: [
+      bodyGuard,
       // Only for describing /auth/* in Herald's OpenAPI document (auth/openapi.ts); its Scalar page is off.
       openAPI({ disableDefaultReference: true }),
       username(),
@@ -591,3 +610,12 @@ const CLIENT_CAUSED =
   /^(Invalid (origin|callbackURL|redirectURL|errorCallbackURL|newUserCallbackURL)\b|Blocked cross-site|Delete user is disabled)/;
 
 export type Auth = ReturnType<typeof createAuth>;
+
+/** No better-auth route takes a body nested deeper than a few levels; 32 leaves room for `data`-like objects. */
+export const MAX_AUTH_BODY_DEPTH = 32;
+/**
+ * Set by the bridge (and dropped from what clients send) on a request whose body was refused: better-auth's
+ * router runs its rate limit first and then the body-guard plugin answers 400 INVALID_JSON, so the refused
+ * request counts against the route's limit like any other.
+ */
+export const BODY_REFUSED_HEADER = 'x-herald-body-refused';

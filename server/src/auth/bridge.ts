@@ -4,9 +4,10 @@
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, sendError } from '../http/errors.js';
-import { nulError } from '../http/nul-guard.js';
+import { nestedDeeperThan, nulError } from '../http/nul-guard.js';
 import { session as sessionTable } from '../infra/schema/index.js';
-import type { Auth } from './auth.js';
+import { isLastAdminViolation, LAST_ADMIN_MESSAGE } from './account-rules.js';
+import { type Auth, BODY_REFUSED_HEADER, MAX_AUTH_BODY_DEPTH } from './auth.js';
 
 const ALIASES: Record<string, string> = {
   // Contract name kept for clients written against older better-auth releases.
@@ -21,7 +22,11 @@ interface Target {
   search: URLSearchParams;
   method: 'GET' | 'POST';
   body?: string;
+  /** The body was refused (too deeply nested): better-auth counts the request, then answers 400. */
+  refused?: boolean;
 }
+
+const INTERNAL_HEADERS = new Set(['x-herald-client-ip', BODY_REFUSED_HEADER]);
 
 function invalidBody(message: string): AppError {
   return new AppError(400, 'VALIDATION_ERROR', message, [{ path: 'body', message }]);
@@ -60,6 +65,11 @@ function resolveTarget(request: FastifyRequest): Target {
   }
   let body: string | undefined;
   if (method === 'POST') {
+    if (typeof request.body === 'object' && nestedDeeperThan(request.body, MAX_AUTH_BODY_DEPTH)) {
+      // Re-serialising (or validating) such a body would overflow the stack: a 500 that also skipped the rate
+      // limit. better-auth sees an empty object and the refusal marker instead.
+      return { pathname, search, method, body: '{}', refused: true };
+    }
     // A POST without a body reaches better-auth as `{}`: some of its handlers assume a parsed object and would
     // otherwise crash (500) instead of answering a validation error.
     body =
@@ -94,7 +104,7 @@ function toWebRequest(request: FastifyRequest, target: Target, baseUrl: string):
   url.search = query;
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {
-    if (value === undefined || name === 'x-herald-client-ip') continue;
+    if (value === undefined || INTERNAL_HEADERS.has(name)) continue;
     if (name === 'cookie') {
       const cookie = withoutSnapshotCookie(Array.isArray(value) ? value.join('; ') : String(value));
       if (cookie) headers.set('cookie', cookie);
@@ -105,6 +115,7 @@ function toWebRequest(request: FastifyRequest, target: Target, baseUrl: string):
   }
   // request.ip is the socket address unless TRUST_PROXY is configured on the Fastify instance.
   headers.set('x-herald-client-ip', request.ip);
+  if (target.refused) headers.set(BODY_REFUSED_HEADER, 'too-deep');
   headers.delete('content-length');
   headers.delete('transfer-encoding');
   if (target.body === undefined) headers.delete('content-type');
@@ -211,6 +222,11 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
             }
           }
         } catch (err) {
+          // Two admins demoting or banning each other at once: the database refused the one that would have
+          // left no active administrator (the race the LAST_ADMIN pre-check cannot see). Same answer as the check.
+          if (isLastAdminViolation(err)) {
+            return sendError(reply, 400, { code: 'LAST_ADMIN', message: LAST_ADMIN_MESSAGE });
+          }
           if (!app.ctx.store.isReady()) {
             request.log.warn(
               { err, path: target.pathname },

@@ -39,6 +39,11 @@ export interface SessionResolver {
   fromHeaders(headers: Headers | Record<string, string | string[] | undefined>): Promise<AuthContext | null>;
   /** The session token of a correctly signed session cookie (not checked for liveness), or null. */
   tokenFromHeaders(headers: Headers | Record<string, string | string[] | undefined>): Promise<string | null>;
+  /**
+   * The user a session token belonged to when this instance last resolved it (no lookup; undefined before the
+   * first). Only for counting requests per user (http/client-limits.ts), never for authorising one.
+   */
+  knownUserId(token: string): string | undefined;
 }
 
 export interface SessionResolverDeps {
@@ -149,6 +154,11 @@ export function createSessionResolver(
   // The last stored record seen per token and its parse: while the store returns the very same text, the parse
   // is reused (expiry and ban are still judged per request by toContext).
   const parsedByToken = new BoundedMap<{ raw: string; parsed: StoredSession }>(10_000);
+  const userByToken = new BoundedMap<string>(10_000);
+  const remember = (token: string, context: AuthContext | null): AuthContext | null => {
+    if (context) userByToken.set(token, context.user.id);
+    return context;
+  };
   let settings: Promise<{ cookieName: string; secret: string }> | undefined;
   const getSettings = () => {
     settings ??= auth.$context.then((c) => ({
@@ -171,7 +181,7 @@ export function createSessionResolver(
       dead.set(token, true);
       return null;
     }
-    return toContext(row as StoredSession);
+    return remember(token, toContext(row as StoredSession));
   }
 
   const tokenFromHeaders = async (
@@ -192,6 +202,7 @@ export function createSessionResolver(
   return {
     stats,
     tokenFromHeaders,
+    knownUserId: (token) => userByToken.get(token),
     async fromHeaders(input) {
       const token = await tokenFromHeaders(input);
       if (!token || dead.has(token)) return null;
@@ -222,7 +233,7 @@ export function createSessionResolver(
       }
       if (!parsed?.session || !parsed.user) return null;
       parsedByToken.set(token, { raw, parsed });
-      return toContext(parsed);
+      return remember(token, toContext(parsed));
     },
   };
 }

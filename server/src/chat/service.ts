@@ -130,6 +130,11 @@ interface SocketState {
   /** Requests waiting for the database or store, processed one after another (per-socket ordering). */
   pending: number;
   chain: Promise<void>;
+  /**
+   * Closed as abusive (4029). Frames the peer had already sent keep arriving after the close (5,000 in one write
+   * arrive as 5,000 'message' events): they are dropped without a word, so the close costs one log line.
+   */
+  abusive: boolean;
 }
 
 export function createChatService(deps: ChatServiceDeps): ChatService {
@@ -145,6 +150,7 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       frameWindowStart: now,
       pending: 0,
       chain: Promise.resolve(),
+      abusive: false,
     };
   };
   const stateOf = (conn: ChatConnection): SocketState => {
@@ -222,6 +228,8 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
     }
     st.errorCount++;
     if (st.errorCount > ChatLimits.ABUSE_MAX_ERRORS) {
+      if (st.abusive) return true;
+      st.abusive = true;
       logger.warn({ connectionId: conn.id, ip: conn.ip }, 'chat: closing abusive socket');
       hub.close(conn, CloseCode.ABUSE, 'too many invalid frames');
       return true;
@@ -595,6 +603,8 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       }
     },
     onFrame(conn, data, isBinary) {
+      // Already closed as abusive, or closing for any reason: what the peer still sends is not read.
+      if (stateOf(conn).abusive || conn.ws.readyState !== conn.ws.OPEN) return;
       if (overFrameBudget(conn)) return;
       if (isBinary)
         return fail(conn, ChatErrorCode.BINARY_NOT_SUPPORTED, 'Only text frames of JSON are accepted');

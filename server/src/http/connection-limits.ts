@@ -1,6 +1,8 @@
 // Owns the per-client-address cap on open TCP connections to the HTTP server (SSE streams and WebSockets
 // included, since they are HTTP connections first). Request, header and keep-alive timeouts bound how long one
-// connection can be held; this bounds how many one address can hold.
+// connection can be held; this bounds how many one address can hold. A connection from a proxy that TRUST_PROXY
+// trusts is not capped: it carries many clients' requests, and who they are is known only per request (from
+// X-Forwarded-For), where the per-client limits of http/client-limits.ts count them by that address.
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../infra/logger.js';
@@ -12,7 +14,7 @@ export interface ConnectionLimits {
 
 export function installConnectionLimits(
   server: Server,
-  opts: { maxPerIp: number; logger: Logger },
+  opts: { maxPerIp: number; logger: Logger; trustedProxy?: (address: string) => boolean },
 ): ConnectionLimits {
   const open = new Map<string, number>();
   // Refusals are logged at most once per address per interval, so a flood cannot flood the log too.
@@ -20,6 +22,7 @@ export function installConnectionLimits(
   if (opts.maxPerIp > 0) {
     server.on('connection', (socket: Socket) => {
       const address = socket.remoteAddress ?? 'unknown';
+      if (opts.trustedProxy?.(address)) return;
       const count = open.get(address) ?? 0;
       if (count >= opts.maxPerIp) {
         const now = Date.now();

@@ -1,7 +1,7 @@
 // Refuses NUL characters (U+0000) anywhere in a request's JSON body, path or query with 400. PostgreSQL text
 // cannot store NUL, so such input could only ever fail deep inside a query (a 500); no legitimate client sends it.
 import type { FastifyInstance } from 'fastify';
-import { type AppError, validationError } from './errors.js';
+import { AppError, validationError } from './errors.js';
 import { noNul } from './schemas.js';
 
 /** Path (dot-separated) of the first string or key containing NUL, or null. Iterative: no stack overflow. */
@@ -22,6 +22,24 @@ export function findNul(value: unknown): string | null {
   return null;
 }
 
+/**
+ * True when parsed JSON nests arrays/objects deeper than `max`. Iterative, so a 64 KiB body of 30,000 `[` costs
+ * one pass and no stack: such a body is valid JSON that V8 parses, but anything recursive downstream
+ * (JSON.stringify, a validator, a logger) would throw RangeError and answer 500.
+ */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop() as [unknown, number];
+    if (current === null || typeof current !== 'object') continue;
+    if (depth + 1 > max) return true;
+    for (const child of Object.values(current)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
 /** The 400 for a parsed body containing NUL, or null when it is clean. */
 export function nulError(parsed: unknown): AppError | null {
   const path = findNul(parsed);
@@ -31,6 +49,9 @@ export function nulError(parsed: unknown): AppError | null {
   ]);
 }
 
+/** Deeper than any of Herald's own bodies (notification `metadata.data` included) can usefully be. */
+export const MAX_BODY_DEPTH = 64;
+
 export function installNulGuard(app: FastifyInstance): void {
   // Fastify's own parser (prototype-poisoning protection included), wrapped with the NUL check.
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -39,6 +60,12 @@ export function installNulGuard(app: FastifyInstance): void {
     // Fastify's default JSON parser is synchronous and reports through `done`; its type merely allows a promise.
     void parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (err, parsed) => {
       if (err) return done(err);
+      // Valid JSON, but serialising or validating it recursively later would overflow the stack (a 500).
+      if (nestedDeeperThan(parsed, MAX_BODY_DEPTH)) {
+        return done(
+          new AppError(400, 'INVALID_JSON', `Body must be JSON nested at most ${MAX_BODY_DEPTH} levels deep`),
+        );
+      }
       const nul = nulError(parsed);
       if (nul) return done(nul);
       done(null, parsed);

@@ -34,8 +34,14 @@ export interface OverloadSample {
 export type OverloadReason = 'event_loop_delay' | 'event_loop_utilization' | 'heap' | 'database_queue';
 
 export interface OverloadMonitor {
-  /** A sampled threshold is exceeded, or the database queue is too long right now. */
+  /** A sampled threshold is exceeded, or the database queue is too long right now (the per-request guard). */
   isOverloaded(): boolean;
+  /**
+   * The instance as a whole is overloaded: a sampled threshold is exceeded, or the database queue was too long at
+   * SUSTAINED_SAMPLES samples in a row. What /health reports: a queue that one burst fills for an instant (and
+   * the per-client limits drain) must not make a load balancer pull the instance.
+   */
+  instanceOverloaded(): boolean;
   /** The figures of the last sample. */
   last(): OverloadSample;
   /** Requests refused since start. */
@@ -62,8 +68,12 @@ export function createOverloadMonitor(opts: OverloadOptions): OverloadMonitor & 
   let elu = performance.eventLoopUtilization();
   let overloaded = false;
   let loopStreak = 0;
+  let dbStreak = 0;
   let refusals = 0;
   let last: OverloadSample = { eventLoopDelayMs: 0, eventLoopUtilization: 0, heapUsedBytes: 0, reason: null };
+
+  // The pool queue moves within milliseconds, so the guard reads it per request; health reads it sampled.
+  const dbQueueFull = opts.maxDbWaiting > 0 ? () => opts.dbWaiting() > opts.maxDbWaiting : () => false;
 
   const sample = (): OverloadSample => {
     // The histogram's timer fires every RESOLUTION_MS; what it measures beyond that is the loop's delay.
@@ -83,6 +93,7 @@ export function createOverloadMonitor(opts: OverloadOptions): OverloadMonitor & 
     // starved machine) makes one interval's mean delay huge; refusing every request for it would turn a blip into
     // an outage. The loop figures count only when they hold for SUSTAINED_SAMPLES intervals in a row.
     loopStreak = loopReason ? loopStreak + 1 : 0;
+    dbStreak = dbQueueFull() ? dbStreak + 1 : 0;
     const reason =
       loopReason && loopStreak >= SUSTAINED_SAMPLES
         ? loopReason
@@ -105,14 +116,12 @@ export function createOverloadMonitor(opts: OverloadOptions): OverloadMonitor & 
     return last;
   };
 
-  const timer = enabled ? setInterval(sample, opts.sampleIntervalMs) : undefined;
+  const timer = enabled || opts.maxDbWaiting > 0 ? setInterval(sample, opts.sampleIntervalMs) : undefined;
   timer?.unref();
-
-  // The pool queue moves within milliseconds, so it is read per request rather than sampled.
-  const dbQueueFull = opts.maxDbWaiting > 0 ? () => opts.dbWaiting() > opts.maxDbWaiting : () => false;
 
   return {
     isOverloaded: () => overloaded || dbQueueFull(),
+    instanceOverloaded: () => overloaded || dbStreak >= SUSTAINED_SAMPLES,
     last: () => last,
     refused: () => refusals,
     countRefusal() {
@@ -123,6 +132,7 @@ export function createOverloadMonitor(opts: OverloadOptions): OverloadMonitor & 
       histogram?.reset();
       elu = performance.eventLoopUtilization();
       loopStreak = 0;
+      dbStreak = 0;
     },
     close() {
       if (timer) clearInterval(timer);

@@ -77,7 +77,8 @@ export function registerHealth(app: FastifyInstance): void {
     },
     async (_request, reply) => {
       if (lifecycle.isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
-      if (overload.isOverloaded()) {
+      // The instance as a whole, not one client's burst (the per-client limits answer that with 429s).
+      if (overload.instanceOverloaded()) {
         // Tell the load balancer to send traffic elsewhere, from the last result when there is one: an
         // overloaded instance must not make the poll wait for a check.
         const result = lastResult ?? (await checks());

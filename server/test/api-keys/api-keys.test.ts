@@ -19,6 +19,7 @@ interface CreatedKey {
   name: string;
   scopes: string[];
   prefix: string;
+  createdBy: string | null;
   createdAt: string;
   expiresAt: string | null;
   lastUsedAt: string | null;
@@ -143,6 +144,37 @@ describe('API keys', () => {
     }
   });
 
+  // Issue 22 (7), CONTRACT §9: keys show who made them and stop working, on every instance, once that
+  // administrator is banned, demoted or deleted, before the request that did it returns.
+  it.each([
+    ['banned', (id: string) => ({ url: '/auth/admin/ban-user', payload: { userId: id } })],
+    ['demoted', (id: string) => ({ url: '/auth/admin/set-role', payload: { userId: id, role: 'user' } })],
+    ['deleted', (id: string) => ({ url: '/auth/admin/remove-user', payload: { userId: id } })],
+  ])('a key stops working on the other instance once its creator is %s', async (_, action) => {
+    const creator = await createAdmin(a, env.smtp);
+    const res = await create(
+      a,
+      { name: 'made by a soon-gone admin', scopes: ['notifications:send'] },
+      creator.cookie,
+    );
+    expect(res.statusCode).toBe(201);
+    const created = res.json() as CreatedKey;
+    expect(created.createdBy).toBe(creator.id);
+    const listed = (
+      await b.inject({ method: 'GET', url: '/admin/api-keys', headers: jsonHeaders(admin.cookie) })
+    ).json() as { apiKeys: CreatedKey[] };
+    expect(listed.apiKeys.find((k) => k.id === created.id)?.createdBy).toBe(creator.id);
+    expect((await send(b, `Bearer ${created.key}`)).statusCode).toBe(200);
+    // Another admin acts on instance A; the very next use on instance B is refused.
+    const { url, payload } = action(creator.id);
+    const acted = await a.inject({ method: 'POST', url, headers: jsonHeaders(admin.cookie), payload });
+    expect(acted.statusCode, acted.body).toBe(200);
+    const refused = await send(b, `Bearer ${created.key}`);
+    expect(refused.statusCode, refused.body).toBe(401);
+    expect(refused.json()).toMatchObject({ code: 'UNAUTHORIZED' });
+    expect((await metrics(a, `Bearer ${created.key}`)).statusCode).toBe(401);
+  });
+
   it('serves /metrics to a metrics:read key and refuses it on send', async () => {
     const created = await createKey({ name: 'scraper', scopes: ['metrics:read'] });
     const res = await metrics(a, `Bearer ${created.key}`);
@@ -180,7 +212,7 @@ describe('API keys', () => {
     const entry = apiKeys.find((k) => k.id === created.id);
     expect(entry).toBeDefined();
     expect(Object.keys(entry ?? {}).sort()).toEqual(
-      ['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'prefix', 'scopes'].sort(),
+      ['createdAt', 'createdBy', 'expiresAt', 'id', 'lastUsedAt', 'name', 'prefix', 'scopes'].sort(),
     );
     expect(list.body).not.toContain(created.key);
     expect(list.body).not.toContain(String(rows[0]?.key_hash));

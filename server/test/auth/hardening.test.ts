@@ -38,6 +38,17 @@ describe('profile text and image', () => {
     ['a newline', 'Ann\nVisit http://spam.example'],
     ['a control character', 'Ann\u0007'],
     ['a line separator', 'Ann\u2028Bob'],
+    // Issue 22 (8): invisible and bidirectional control characters.
+    ['a zero-width space', 'admin\u200b'],
+    ['a right-to-left override', 'Ann\u202egnp.exe'],
+    ['a left-to-right mark', '\u200eAnn'],
+    ['a bidi isolate', 'Ann\u2066Bob\u2069'],
+    ['a word joiner', 'An\u2060n'],
+    ['a byte order mark', 'An\ufeffn'],
+    ['a soft hyphen', 'An\u00adn'],
+    ['an Arabic letter mark', 'Ann\u061c'],
+    ['a trailing zero-width joiner', 'Ann\u200d'],
+    ['a zero-width non-joiner next to a space', 'Ann \u200cBob'],
   ])('sign-up refuses a name that is %s (400 INVALID_NAME)', async (_, name) => {
     const res = await signUp(name);
     expect(res.statusCode, res.body).toBe(400);
@@ -48,6 +59,23 @@ describe('profile text and image', () => {
     const res = await signUp(`  ${'😀'.repeat(64)}  `);
     expect(res.statusCode, res.body).toBe(200);
     expect((res.json() as { user: { name: string } }).user.name).toBe('😀'.repeat(64));
+  });
+
+  it.each([
+    ['a Persian name with a zero-width non-joiner', 'می\u200cخواهم'],
+    ['an emoji family (zero-width joiners)', 'Ann 👨\u200d👩\u200d👧'],
+    ['a right-to-left script', 'مریم'],
+  ])('sign-up accepts %s', async (_, name) => {
+    const res = await signUp(name);
+    expect(res.statusCode, res.body).toBe(200);
+    expect((res.json() as { user: { name: string } }).user.name).toBe(name);
+  });
+
+  it('update-user refuses an invisible character too', async () => {
+    const u = await createVerifiedUser(app, env.smtp);
+    const res = await post(app, '/auth/update-user', { name: 'Ann\u202e' }, u.cookie);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'INVALID_NAME' });
   });
 
   it.each([

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { type App, type BuildOptions, buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
-import { TEST_AUTH_SECRET, TEST_REDIS_URL } from './env.js';
+import { CLIENT_LIMITS_OFF, TEST_AUTH_SECRET, TEST_REDIS_URL } from './env.js';
 import { PGBOUNCER_MODE, startPgBouncer } from './pgbouncer.js';
 import { startSmtp, type TestSmtp } from './smtp.js';
 
@@ -44,6 +44,9 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     AUTH_RATE_LIMIT_MAX: '10000',
     // The suite runs on a shared, loaded machine: only the overload tests turn the guard on.
     OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+    // Tests drive many users from one address as fast as the machine goes: only the fairness tests turn the
+    // per-client limits on (test/http/fairness.test.ts).
+    ...CLIENT_LIMITS_OFF,
     ...env,
   };
   const apps: App[] = [];

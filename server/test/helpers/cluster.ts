@@ -19,7 +19,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, type TestDatabase } from './db.js';
-import { TEST_AUTH_SECRET, TEST_REDIS_URL } from './env.js';
+import { CLIENT_LIMITS_OFF, TEST_AUTH_SECRET, TEST_REDIS_URL } from './env.js';
 import { PGBOUNCER_MODE, startPgBouncer, type TestPgBouncer } from './pgbouncer.js';
 import { startRedisCluster, type TestRedisCluster } from './redis-cluster.js';
 import { freePort, startRedisServer, type TestRedis, trackChild } from './redis-server.js';
@@ -164,6 +164,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         AUTH_RATE_LIMIT_MAX: '10000',
         // The suite runs on a shared, loaded machine: only the overload tests turn the guard on.
         OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+        ...CLIENT_LIMITS_OFF,
         ...FAST_TIMINGS,
         ...options.env,
         ...options.envFor?.(i),

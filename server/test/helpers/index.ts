@@ -7,6 +7,7 @@ export * from './env.js';
 export * from './logs.js';
 export * from './pg-replica.js';
 export * from './pgbouncer.js';
+export * from './push-service.js';
 export * from './redis-cluster.js';
 export * from './redis-server.js';
 export * from './smtp.js';

@@ -70,8 +70,14 @@ describe('overload guard', () => {
     expect(refused.statusCode).toBe(503);
     expect(refused.json().code).toBe('UNAVAILABLE');
     expect(refused.headers['retry-after']).toBe('2');
+    // Health reports the instance overloaded only once the queue stayed long for SUSTAINED_SAMPLES samples: one
+    // client's burst (answered by the per-client limits) must not make a load balancer pull the instance.
+    expect((await app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);
+    app.ctx.overload.sample();
+    app.ctx.overload.sample();
     expect((await app.inject({ method: 'GET', url: '/health' })).json().checks.load).toBe('overloaded');
     waiting = 5;
+    app.ctx.overload.sample();
     expect((await app.inject({ method: 'GET', url: '/notification/unread-count' })).statusCode).toBe(401);
     expect((await app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);
   });

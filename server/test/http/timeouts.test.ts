@@ -153,3 +153,30 @@ describe('HTTP connections per client address', () => {
     throw new Error('no connection accepted after one was released');
   });
 });
+
+// Issue 22, carried: behind a proxy every connection comes from the proxy. With TRUST_PROXY naming it, its
+// connections are not capped (the per-client limits count the forwarded client addresses instead, per request).
+describe('per-address connection cap behind a trusted proxy', () => {
+  let env: TestEnv;
+  let app: App;
+  const CAP = 2;
+  const sockets: RawSocket[] = [];
+  beforeAll(async () => {
+    env = await createTestEnv();
+    app = await env.app({ HTTP_MAX_CONNECTIONS_PER_IP: String(CAP), TRUST_PROXY: '127.0.0.1' });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.socket.destroy();
+    await env.close();
+  });
+
+  it('serves more connections from the proxy than the cap', async () => {
+    for (let i = 0; i < CAP + 3; i++) sockets.push(await connect(portOf(app)));
+    const last = sockets[sockets.length - 1] as RawSocket;
+    last.socket.write('GET /health HTTP/1.1\r\nHost: localhost\r\nX-Forwarded-For: 203.0.113.9\r\n\r\n');
+    for (let i = 0; i < 100 && !last.received().includes('\r\n\r\n'); i++) await sleep(50);
+    expect(last.received()).toMatch(/^HTTP\/1\.1 200/);
+    expect(sockets.every((s) => !s.isClosed())).toBe(true);
+  });
+});

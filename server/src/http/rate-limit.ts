@@ -1,0 +1,84 @@
+// Owns the fixed-window request counter used by every per-key limit on Herald's own routes (API keys, per-client
+// per-second limits): INCR + PEXPIRE in the shared store, so a limit holds across instances, or per instance while
+// the store is unreachable (never without a limit). Once a key is over its limit this instance answers locally
+// until the window ends, so a client hammering past its limit costs no further store round trips.
+import type { Logger } from '../infra/logger.js';
+import type { Store } from '../infra/store.js';
+import { withTimeout } from '../infra/timeout.js';
+
+export type LimitResult = { ok: true } | { ok: false; retryAfterMs: number };
+
+export interface WindowLimiter {
+  hit(key: string): Promise<LimitResult>;
+  close(): void;
+}
+
+export function createWindowLimiter(deps: {
+  store: Pick<Store, 'isReady' | 'incrWindow'>;
+  /** Store key prefix, one per limit (`apikey:rl:`, `client:rl:user:`, …). */
+  prefix: string;
+  max: number;
+  windowMs: number;
+  storeTimeoutMs: number;
+  logger: Logger;
+}): WindowLimiter {
+  const { store, max, windowMs, logger, prefix } = deps;
+  const local = new Map<string, { count: number; resetAt: number }>();
+  const blockedUntil = new Map<string, number>();
+  let lastStoreWarning = 0;
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [k, w] of local) if (w.resetAt <= now) local.delete(k);
+      for (const [k, until] of blockedUntil) if (until <= now) blockedUntil.delete(k);
+    },
+    Math.max(windowMs, 1_000),
+  );
+  sweep.unref();
+  const localHit = (key: string, now: number) => {
+    let w = local.get(key);
+    if (!w || w.resetAt <= now) {
+      w = { count: 0, resetAt: now + windowMs };
+      local.set(key, w);
+    }
+    w.count++;
+    return { count: w.count, ttlMs: w.resetAt - now };
+  };
+  return {
+    async hit(key) {
+      const now = Date.now();
+      const until = blockedUntil.get(key);
+      if (until !== undefined && until > now) return { ok: false, retryAfterMs: until - now };
+      let counted: { count: number; ttlMs: number };
+      if (!store.isReady()) counted = localHit(key, now);
+      else {
+        try {
+          counted = await withTimeout(
+            store.incrWindow(prefix + key, windowMs),
+            deps.storeTimeoutMs,
+            'store timeout',
+          );
+        } catch (err) {
+          // One warning per second at most: this runs per request, and an outage must not flood the log.
+          if (now - lastStoreWarning >= 1_000) {
+            lastStoreWarning = now;
+            logger.warn(
+              { err: (err as Error).message, limit: prefix },
+              'rate limit: store unreachable, counting locally',
+            );
+          }
+          counted = localHit(key, now);
+        }
+      }
+      if (counted.count <= max) return { ok: true };
+      const retryAfterMs = counted.ttlMs > 0 ? counted.ttlMs : windowMs;
+      blockedUntil.set(key, now + retryAfterMs);
+      return { ok: false, retryAfterMs };
+    },
+    close() {
+      clearInterval(sweep);
+      local.clear();
+      blockedUntil.clear();
+    },
+  };
+}
