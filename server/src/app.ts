@@ -157,12 +157,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // infra
   const database =
     options.overrides?.database ??
-    createDatabase({
+    (await createDatabase({
       databaseUrl: config.DATABASE_URL,
       dataDir: config.DATA_DIR,
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
       logger,
-    });
+    }));
   try {
     await database.migrate();
   } catch (err) {

@@ -24,9 +24,9 @@ const USAGE = `Usage:
   npm run cli -- retention`;
 
 /** Opens the database for a CLI command; on the embedded database that takes DATA_DIR's lock (see header). */
-function openDatabase(config: Config, command: string): Database {
+async function openDatabase(config: Config, command: string): Promise<Database> {
   try {
-    return createDatabase({
+    return await createDatabase({
       databaseUrl: config.DATABASE_URL,
       dataDir: config.DATA_DIR,
       lockOwner: `cli ${command}`,
@@ -69,7 +69,7 @@ function consoleLogger(): Logger {
 }
 
 export async function migrate(config: Config): Promise<void> {
-  const database = openDatabase(config, 'migrate');
+  const database = await openDatabase(config, 'migrate');
   try {
     await database.migrate();
   } finally {
@@ -96,7 +96,7 @@ export async function createAdmin(
     throw new CliError('password: must be 8 to 128 characters long');
   }
   const logger = deps.logger ?? consoleLogger();
-  const database = deps.database ?? openDatabase(config, 'create-admin');
+  const database = deps.database ?? (await openDatabase(config, 'create-admin'));
   const store = createStore({
     url: config.CACHE_URL,
     cluster: config.CACHE_CLUSTER,
@@ -252,7 +252,7 @@ export async function runCli(
   }
   if (command === 'retention') {
     // One notification housekeeping run now (the same job every instance runs on RETENTION_INTERVAL_MS).
-    const database = openDatabase(config, 'retention');
+    const database = await openDatabase(config, 'retention');
     const store = createStore({
       url: config.CACHE_URL,
       cluster: config.CACHE_CLUSTER,
@@ -288,7 +288,7 @@ export async function runCli(
       );
     }
     // The lock first: refusing after the operator typed a password would waste it.
-    const database = openDatabase(config, 'create-admin');
+    const database = await openDatabase(config, 'create-admin');
     let result: { id: string; created: boolean };
     try {
       const password = values.password ?? env.HERALD_ADMIN_PASSWORD ?? (await readPassword(io));

@@ -32,8 +32,8 @@ describe('migrations', () => {
   it('three concurrent migrators on one fresh database all succeed', async () => {
     const target = await createTestDatabase();
     dbs.push(target);
-    const databases = [1, 2, 3].map(() =>
-      createDatabase({ databaseUrl: target.url, dataDir: '/tmp/unused', poolSize: 2 }),
+    const databases = await Promise.all(
+      [1, 2, 3].map(() => createDatabase({ databaseUrl: target.url, dataDir: '/tmp/unused', poolSize: 2 })),
     );
     try {
       const results = await Promise.allSettled(databases.map((d) => d.migrate()));
