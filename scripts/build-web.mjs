@@ -59,7 +59,9 @@ const missing = ['vite', '@vitejs/plugin-react'].filter((name) => {
 });
 if (missing.length > 0) {
   if (strict) {
-    console.error(`[herald] cannot build the web app: ${missing.join(' and ')} not installed (run npm install).`);
+    console.error(
+      `[herald] cannot build the web app: ${missing.join(' and ')} not installed (run npm install).`,
+    );
     process.exit(1);
   }
   // With a build present (copied in, or older than the sources) there is nothing to say: it is served as is.

@@ -34,6 +34,7 @@ import {
 import { createOverloadMonitor, installOverloadGuard } from './http/overload.js';
 import { parseTrustProxy } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
+import { genRequestId, installRequestIdEcho } from './http/request-id.js';
 import { installSecurityHeaders } from './http/security-headers.js';
 import { registerClientConfig, registerWebApp } from './http/web-app.js';
 import { createDatabase } from './infra/db.js';
@@ -103,7 +104,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       ),
     },
     trustProxy: parseTrustProxy(config.TRUST_PROXY),
-    genReqId: () => crypto.randomUUID(),
+    // The incoming X-Request-Id when safe, else a UUID (http/request-id.ts); read there, not by Fastify's own
+    // requestIdHeader, which would take any value.
+    genReqId: genRequestId,
     requestIdHeader: false,
     logController: new LogController({
       disableRequestLogging:
@@ -121,6 +124,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  // First hook: every response, refused ones included, carries the id its log lines carry.
+  installRequestIdEcho(app);
   const overload = createOverloadMonitor({
     maxEventLoopDelayMs: config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
     maxEventLoopUtilization: config.OVERLOAD_MAX_EVENT_LOOP_UTILIZATION_PCT / 100,
