@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { eq } from 'drizzle-orm';
 import { createAuth, hashPassword } from './auth/auth.js';
 import { createRevocation, type Revocation } from './auth/revocation.js';
-import { type Config, ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig, type ProductionRequired } from './config.js';
 import { DataDirLockedError } from './infra/data-dir-lock.js';
 import { createDatabase, type Database } from './infra/db.js';
 import { createEmailOutbox } from './infra/email-outbox.js';
@@ -45,6 +45,17 @@ async function openDatabase(config: Config, command: string): Promise<Database> 
 }
 
 export class CliError extends Error {}
+
+/**
+ * What each command needs with NODE_ENV=production (the server needs all of PRODUCTION_REQUIRED): a one-off
+ * create-admin must not demand the store, the auth secret or the public URLs it never uses. Retention takes its
+ * cluster-wide lock in the store, so it needs CACHE_URL too.
+ */
+const REQUIRED_IN_PRODUCTION: Record<string, readonly ProductionRequired[]> = {
+  migrate: ['DATABASE_URL'],
+  'create-admin': ['DATABASE_URL'],
+  retention: ['DATABASE_URL', 'CACHE_URL'],
+};
 
 /** A console-backed logger with the pino method shape the infra factories expect. */
 function consoleLogger(): Logger {
@@ -244,7 +255,9 @@ export async function runCli(
 ): Promise<string> {
   const [command, ...rest] = argv;
   if (!command || command === 'help' || command === '--help') return USAGE;
-  const config = loadConfig(env);
+  const required = REQUIRED_IN_PRODUCTION[command];
+  if (!required) throw new CliError(`unknown command "${command}"\n${USAGE}`);
+  const config = loadConfig(env, { required });
   for (const warning of config.warnings) io.stderr.write(`warning: ${warning}\n`);
   if (command === 'migrate') {
     await migrate(config);
