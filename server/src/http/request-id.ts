@@ -7,6 +7,7 @@
 // length bound keep it from breaking a log line or a header. Behind a proxy that overwrites the header (nginx
 // `proxy_set_header X-Request-Id $request_id`, HAProxy `unique-id-header`) the proxy's id is the one kept.
 import type { IncomingMessage } from 'node:http';
+import { trace } from '@opentelemetry/api';
 import type { FastifyInstance } from 'fastify';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -34,6 +35,8 @@ export function genRequestId(req: IncomingMessage): string {
 export function installRequestIdEcho(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.raw.setHeader(REQUEST_ID_HEADER, request.id);
+    // With tracing on, the request's span carries the id its log lines carry (a no-op otherwise).
+    trace.getActiveSpan()?.setAttribute('herald.request_id', request.id);
     done();
   });
 }
