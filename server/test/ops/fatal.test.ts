@@ -36,7 +36,7 @@ describe('fatal errors end the process deliberately', () => {
     expect(fatal[0]?.msg).toMatch(/^uncaught exception: boom in a timer; ending the process/);
     expect(fatal[0]?.origin).toBe('uncaughtException');
     expect(JSON.stringify(fatal[0]?.err)).toContain('boom in a timer');
-    expect((fatal[0]?.err as { stack?: string }).stack).toContain('fatal.test.ts');
+    expect((fatal[0]?.err as { stack?: string } | undefined)?.stack).toContain('fatal.test.ts');
   });
 
   it('unhandled rejection (not an Error): logged with the reason, exit 1', async () => {
