@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Builds the web app (web/dist) when it is missing or older than its sources, so `npm install` and `npm start`
 // give a served app on a fresh clone without a separate step, and a start with a fresh build costs only a few
-// file stats. `--force` always builds. Without Vite (a production install with --omit=dev) it says so and
-// leaves the service to start without the app (the API works; `/` explains how to build).
+// file stats. `--force` always builds. A runtime image (sources absent, web/dist copied in from the build stage)
+// and a production install (`npm ci --omit=dev`: no Vite) skip quietly: the first has its build, the second cannot
+// make one; without web/dist the service starts without the app (the API works; `/` explains how to build).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -34,24 +35,42 @@ function newestMtime(entry) {
 }
 
 const force = process.argv.includes('--force');
+const strict = process.argv.includes('--strict');
 if (!existsSync(web)) process.exit(0);
-if (!force && existsSync(builtIndex)) {
+const hasBuild = existsSync(builtIndex);
+// A runtime image holds web/dist but not the sources: nothing to rebuild from.
+if (!existsSync(path.join(web, 'src')) && !force) process.exit(0);
+if (!force && hasBuild) {
   const built = statSync(builtIndex).mtimeMs;
   const sources = Math.max(...SOURCES.map((s) => newestMtime(path.join(root, s))));
   if (built >= sources) process.exit(0);
 }
 
-let hasVite = true;
-try {
-  createRequire(path.join(web, 'package.json')).resolve('vite/package.json');
-} catch {
-  hasVite = false;
-}
-if (!hasVite) {
-  console.warn(
-    '[herald] web app not built: Vite is not installed (production install?). The API works without it; run ' +
-      '`npm install` then `npm run build:web` to serve the app at /.',
-  );
+// Both are devDependencies: absent from a production install, where the build must not be attempted (it would
+// fail with a stack trace about the missing plugin).
+const resolveFromWeb = createRequire(path.join(web, 'package.json'));
+const missing = ['vite', '@vitejs/plugin-react'].filter((name) => {
+  try {
+    resolveFromWeb.resolve(`${name}/package.json`);
+    return false;
+  } catch {
+    return true;
+  }
+});
+if (missing.length > 0) {
+  if (strict) {
+    console.error(
+      `[herald] cannot build the web app: ${missing.join(' and ')} not installed (run npm install).`,
+    );
+    process.exit(1);
+  }
+  // With a build present (copied in, or older than the sources) there is nothing to say: it is served as is.
+  if (!hasBuild) {
+    console.log(
+      '[herald] web app not built (production install: no Vite). The API works without it; build it with ' +
+        '`npm run build` where dev dependencies are installed and copy web/dist.',
+    );
+  }
   process.exit(0);
 }
 
@@ -71,5 +90,5 @@ const result = spawnSync(
 if (result.status !== 0) {
   console.error('[herald] the web app build failed; the service still serves the API.');
   // A failed build must not stop `npm install`/`npm start`; `npm run build:web` reports it as a failure.
-  process.exit(process.argv.includes('--strict') ? 1 : 0);
+  process.exit(strict ? 1 : 0);
 }

@@ -39,6 +39,7 @@ import {
 import { createOverloadMonitor, installOverloadGuard } from './http/overload.js';
 import { trustFunction } from './http/proxy.js';
 import { installRequestGuards } from './http/request-guards.js';
+import { genRequestId, installRequestIdEcho } from './http/request-id.js';
 import { docsContentSecurityPolicy, installSecurityHeaders } from './http/security-headers.js';
 import { registerClientConfig, registerWebApp } from './http/web-app.js';
 import { createDatabase } from './infra/db.js';
@@ -114,7 +115,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       ),
     },
     trustProxy: parseTrustProxy(config.TRUST_PROXY),
-    genReqId: () => crypto.randomUUID(),
+    // The incoming X-Request-Id when safe, else a UUID (http/request-id.ts); read there, not by Fastify's own
+    // requestIdHeader, which would take any value.
+    genReqId: genRequestId,
     requestIdHeader: false,
     logController: new LogController({
       disableRequestLogging:
@@ -132,6 +135,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  // First hook: every response, refused ones included, carries the id its log lines carry.
+  installRequestIdEcho(app);
   // Before any other request hook, so every request the instance accepts is counted for the shutdown drain.
   const drain = installRequestDrain(app, { graceMs: config.SHUTDOWN_GRACE_MS, logger: app.log });
   const overload = createOverloadMonitor({
@@ -198,7 +203,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // infra
   const database =
     options.overrides?.database ??
-    createDatabase({
+    (await createDatabase({
       databaseUrl: config.DATABASE_URL,
       ...(config.DATABASE_DIRECT_URL ? { directUrl: config.DATABASE_DIRECT_URL } : {}),
       readUrls: config.DATABASE_READ_URL,
@@ -209,7 +214,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
       applicationName: `herald:${config.INSTANCE_ID}`,
       logger,
-    });
+    }));
   try {
     await database.migrate();
   } catch (err) {

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { eq } from 'drizzle-orm';
 import { createAuth, hashPassword } from './auth/auth.js';
 import { createRevocation, type Revocation } from './auth/revocation.js';
-import { type Config, ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig, type ProductionRequired } from './config.js';
 import { createEmailRendererFromConfig } from './email/index.js';
 import { DataDirLockedError } from './infra/data-dir-lock.js';
 import { createDatabase, type Database } from './infra/db.js';
@@ -25,9 +25,9 @@ const USAGE = `Usage:
   npm run cli -- retention`;
 
 /** Opens the database for a CLI command; on the embedded database that takes DATA_DIR's lock (see header). */
-function openDatabase(config: Config, command: string): Database {
+async function openDatabase(config: Config, command: string): Promise<Database> {
   try {
-    return createDatabase({
+    return await createDatabase({
       databaseUrl: config.DATABASE_URL,
       ...(config.DATABASE_DIRECT_URL ? { directUrl: config.DATABASE_DIRECT_URL } : {}),
       dataDir: config.DATA_DIR,
@@ -47,6 +47,17 @@ function openDatabase(config: Config, command: string): Database {
 }
 
 export class CliError extends Error {}
+
+/**
+ * What each command needs with NODE_ENV=production (the server needs all of PRODUCTION_REQUIRED): a one-off
+ * create-admin must not demand the store, the auth secret or the public URLs it never uses. Retention takes its
+ * cluster-wide lock in the store, so it needs CACHE_URL too.
+ */
+const REQUIRED_IN_PRODUCTION: Record<string, readonly ProductionRequired[]> = {
+  migrate: ['DATABASE_URL'],
+  'create-admin': ['DATABASE_URL'],
+  retention: ['DATABASE_URL', 'CACHE_URL'],
+};
 
 /** A console-backed logger with the pino method shape the infra factories expect. */
 function consoleLogger(): Logger {
@@ -71,7 +82,7 @@ function consoleLogger(): Logger {
 }
 
 export async function migrate(config: Config): Promise<void> {
-  const database = openDatabase(config, 'migrate');
+  const database = await openDatabase(config, 'migrate');
   try {
     await database.migrate();
   } finally {
@@ -98,7 +109,7 @@ export async function createAdmin(
     throw new CliError('password: must be 8 to 128 characters long');
   }
   const logger = deps.logger ?? consoleLogger();
-  const database = deps.database ?? openDatabase(config, 'create-admin');
+  const database = deps.database ?? (await openDatabase(config, 'create-admin'));
   const store = createStore({
     url: config.CACHE_URL,
     cluster: config.CACHE_CLUSTER,
@@ -247,7 +258,9 @@ export async function runCli(
 ): Promise<string> {
   const [command, ...rest] = argv;
   if (!command || command === 'help' || command === '--help') return USAGE;
-  const config = loadConfig(env);
+  const required = REQUIRED_IN_PRODUCTION[command];
+  if (!required) throw new CliError(`unknown command "${command}"\n${USAGE}`);
+  const config = loadConfig(env, { required });
   for (const warning of config.warnings) io.stderr.write(`warning: ${warning}\n`);
   if (command === 'migrate') {
     await migrate(config);
@@ -255,7 +268,7 @@ export async function runCli(
   }
   if (command === 'retention') {
     // One notification housekeeping run now (the same job every instance runs on RETENTION_INTERVAL_MS).
-    const database = openDatabase(config, 'retention');
+    const database = await openDatabase(config, 'retention');
     const store = createStore({
       url: config.CACHE_URL,
       cluster: config.CACHE_CLUSTER,
@@ -291,7 +304,7 @@ export async function runCli(
       );
     }
     // The lock first: refusing after the operator typed a password would waste it.
-    const database = openDatabase(config, 'create-admin');
+    const database = await openDatabase(config, 'create-admin');
     let result: { id: string; created: boolean };
     try {
       const password = values.password ?? env.HERALD_ADMIN_PASSWORD ?? (await readPassword(io));

@@ -152,20 +152,59 @@ function cacheUrlProblems(url: string | undefined, cluster: boolean): string[] {
   ];
 }
 
+/** The variables production requires (the contract's list); a CLI command asks only for those it uses. */
+export const PRODUCTION_REQUIRED = [
+  'DATABASE_URL',
+  'CACHE_URL',
+  'AUTH_SECRET',
+  'API_BASE_URL',
+  'FE_BASE_URL',
+] as const;
+export type ProductionRequired = (typeof PRODUCTION_REQUIRED)[number];
+
+export interface LoadConfigOptions {
+  /** Required when NODE_ENV=production (default: all of PRODUCTION_REQUIRED, what the server needs). */
+  required?: readonly ProductionRequired[];
+}
+
 /** Checks that need only the raw environment, so they are reported even when other variables are invalid. */
-function rawProblems(env: Record<string, string | undefined>): string[] {
+function rawProblems(
+  env: Record<string, string | undefined>,
+  required: readonly ProductionRequired[],
+): string[] {
   const problems: string[] = [];
   const has = (name: string) => (env[name] ?? '').trim() !== '';
   if ((env.NODE_ENV ?? '').trim() === 'production') {
-    for (const name of ['DATABASE_URL', 'CACHE_URL', 'AUTH_SECRET', 'API_BASE_URL'] as const) {
-      if (!has(name)) problems.push(`${name}: required when NODE_ENV=production`);
-    }
-    if (!has('FE_BASE_URL') && !has('FRONTEND_URL')) {
-      problems.push('FE_BASE_URL: required when NODE_ENV=production (or its alias FRONTEND_URL)');
+    for (const name of required) {
+      if (name === 'FE_BASE_URL') {
+        if (!has('FE_BASE_URL') && !has('FRONTEND_URL')) {
+          problems.push('FE_BASE_URL: required when NODE_ENV=production (or its alias FRONTEND_URL)');
+        }
+      } else if (!has(name)) problems.push(`${name}: required when NODE_ENV=production`);
     }
   }
   return problems;
 }
+
+/** An enum variable where an empty value means unset (as .env files leave them). */
+const optionalEnum = <T extends readonly [string, ...string[]]>(values: T) =>
+  z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((v) => (v === undefined || v === '' ? undefined : v))
+    .pipe(z.enum(values).optional());
+
+const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
+const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
 
 export const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).optional().default('development'),
@@ -392,7 +431,104 @@ export const EnvSchema = z.object({
   OVERLOAD_MAX_DB_WAITING: int(200, 0),
   OVERLOAD_SAMPLE_INTERVAL_MS: int(500, 10, 3_600_000),
   OVERLOAD_RETRY_AFTER_S: int(2, 1, 3_600),
+  // Start-up (ops/startup-wait.ts): how long DATABASE_URL and CACHE_URL are retried before giving up (exit 1); an
+  // orchestrator may start Herald before its database. 0: one attempt each.
+  STARTUP_WAIT_MS: int(60_000, 0, 24 * 3_600_000),
+  // OpenTelemetry tracing (ops/telemetry.ts), the specification's names. Off unless OTEL_TRACES_EXPORTER or an
+  // OTLP endpoint is set; OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn it off whatever else is set.
+  OTEL_SDK_DISABLED: bool(false),
+  OTEL_TRACES_EXPORTER: optionalEnum(['otlp', 'console', 'none']),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl('OTEL_EXPORTER_OTLP_ENDPOINT'),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'),
+  OTEL_EXPORTER_OTLP_PROTOCOL: optionalEnum(OTLP_PROTOCOLS),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: optionalEnum(OTLP_PROTOCOLS),
+  OTEL_EXPORTER_OTLP_HEADERS: optionalString,
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: optionalString,
+  OTEL_SERVICE_NAME: optionalString.default('herald'),
+  OTEL_RESOURCE_ATTRIBUTES: optionalString,
+  OTEL_TRACES_SAMPLER: optionalEnum(SAMPLERS),
+  OTEL_TRACES_SAMPLER_ARG: optionalString,
+  // Delay between two batch exports of finished spans (the specification's default; tests shorten it).
+  OTEL_BSP_SCHEDULE_DELAY: int(5_000, 1, 3_600_000),
 });
+
+/** What ops/telemetry.ts needs to start tracing; null when tracing is off. */
+export interface TracingConfig {
+  exporter: 'otlp' | 'console';
+  /** Full URL traces are POSTed to (…/v1/traces). */
+  url: string;
+  protocol: 'http/protobuf' | 'http/json';
+  headers: Record<string, string>;
+  serviceName: string;
+  resourceAttributes: Record<string, string>;
+  sampler: (typeof SAMPLERS)[number];
+  /** traceidratio's ratio, 0..1. */
+  samplerRatio: number;
+  /** Delay between batch exports (OTEL_BSP_SCHEDULE_DELAY). */
+  exportDelayMs: number;
+}
+
+/** `key=value,key2=value2` (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES), values percent-decoded. */
+function parseKeyValues(name: string, value: string | undefined, problems: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!value) return out;
+  for (const pair of value.split(',')) {
+    if (pair.trim() === '') continue;
+    const eq = pair.indexOf('=');
+    const key = eq > 0 ? pair.slice(0, eq).trim() : '';
+    if (!key) {
+      // Never echo the pair: headers carry API keys.
+      problems.push(`${name}: expected key=value pairs separated by commas`);
+      return out;
+    }
+    try {
+      out[key] = decodeURIComponent(pair.slice(eq + 1).trim());
+    } catch {
+      problems.push(`${name}: the value of "${key}" is not valid percent-encoding`);
+    }
+  }
+  return out;
+}
+
+function tracingConfig(e: ParsedEnv, problems: string[]): TracingConfig | null {
+  const exporter = e.OTEL_TRACES_EXPORTER;
+  const wanted =
+    exporter !== undefined ||
+    e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined ||
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;
+  if (e.OTEL_SDK_DISABLED || exporter === 'none' || !wanted) return null;
+  const protocol = e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf';
+  if (protocol === 'grpc') {
+    problems.push(
+      'OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported; use http/protobuf (the default) or http/json',
+    );
+  }
+  let ratio = 1;
+  if (e.OTEL_TRACES_SAMPLER_ARG !== undefined) {
+    ratio = Number(e.OTEL_TRACES_SAMPLER_ARG);
+    if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) {
+      problems.push(
+        `OTEL_TRACES_SAMPLER_ARG: expected a ratio between 0 and 1, got "${e.OTEL_TRACES_SAMPLER_ARG}"`,
+      );
+    }
+  }
+  // The specification's default endpoint is the local collector's OTLP/HTTP port.
+  const base = (e.OTEL_EXPORTER_OTLP_ENDPOINT ?? 'http://localhost:4318').replace(/\/+$/, '');
+  return {
+    exporter: exporter === 'console' ? 'console' : 'otlp',
+    url: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${base}/v1/traces`,
+    protocol: protocol === 'http/json' ? 'http/json' : 'http/protobuf',
+    headers: {
+      ...parseKeyValues('OTEL_EXPORTER_OTLP_HEADERS', e.OTEL_EXPORTER_OTLP_HEADERS, problems),
+      ...parseKeyValues('OTEL_EXPORTER_OTLP_TRACES_HEADERS', e.OTEL_EXPORTER_OTLP_TRACES_HEADERS, problems),
+    },
+    serviceName: e.OTEL_SERVICE_NAME,
+    resourceAttributes: parseKeyValues('OTEL_RESOURCE_ATTRIBUTES', e.OTEL_RESOURCE_ATTRIBUTES, problems),
+    sampler: e.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on',
+    samplerRatio: ratio,
+    exportDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
+  };
+}
 
 export type Env = z.input<typeof EnvSchema>;
 type ParsedEnv = z.output<typeof EnvSchema>;
@@ -412,6 +548,8 @@ export interface Config
   distributed: boolean;
   /** The VAPID keys and subject when Web Push is on (all three set, or generated in development); else null. */
   vapid: VapidConfig | null;
+  /** OpenTelemetry tracing settings derived from OTEL_*; null when tracing is off. */
+  tracing: TracingConfig | null;
 }
 
 export interface VapidConfig {
@@ -550,10 +688,14 @@ function vapidConfig(
   return { ...developmentVapidKeys(e.DATA_DIR), subject };
 }
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  options: LoadConfigOptions = {},
+): Config {
+  const required = options.required ?? PRODUCTION_REQUIRED;
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    const missing = rawProblems(env).filter(
+    const missing = rawProblems(env, required).filter(
       (p) => !parsed.error.issues.some((i) => p.startsWith(`${String(i.path[0])}:`)),
     );
     throw new ConfigError([
@@ -562,7 +704,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ]);
   }
   const e = parsed.data;
-  const problems: string[] = rawProblems(env);
+  const problems: string[] = rawProblems(env, required);
   const isProduction = e.NODE_ENV === 'production';
   const feBaseUrl = e.FE_BASE_URL ?? e.FRONTEND_URL;
   if (e.FE_BASE_URL && e.FRONTEND_URL && e.FE_BASE_URL !== e.FRONTEND_URL) {
@@ -627,6 +769,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
 
   const vapid = vapidConfig(e, isProduction, problems);
+
+  const tracing = tracingConfig(e, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   const apiBaseUrl = (e.API_BASE_URL ?? `http://localhost:${e.PORT || 3001}`).replace(/\/+$/, '');
@@ -645,9 +789,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // An empty allowlist in development would make the bundled web app unusable; default to the front end.
     CORS_ALLOWLISTED_ORIGINS: origins.length > 0 ? [...new Set(origins)] : [new URL(fe).origin],
     INSTANCE_ID: sanitizeInstanceId(e.INSTANCE_ID ?? `api-${randomUUID()}`),
-    AUTH_SECRET: e.AUTH_SECRET ?? developmentSecret(e.DATA_DIR),
+    // In production AUTH_SECRET is unset only for a CLI command that signs nothing: a throwaway secret then,
+    // never a file written next to a production deployment.
+    AUTH_SECRET:
+      e.AUTH_SECRET ?? (isProduction ? randomBytes(32).toString('base64url') : developmentSecret(e.DATA_DIR)),
     distributed: Boolean(e.CACHE_URL) && e.ENABLE_DISTRIBUTED_CHAT,
     vapid,
+
+    tracing,
   };
 }
 

@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import type { RawData } from 'ws';
 import { isDatabaseUnavailable } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
+import { SpanKind, withSpan } from '../infra/tracing.js';
 import type { Bus, UserDisconnect } from '../realtime/index.js';
 import type { ChatConnection, ChatHub, ChatIdentity } from './hub.js';
 import type { RoomLive } from './live.js';
@@ -642,7 +643,15 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
         }
         case 'send_message': {
           const receivedAt = performance.now();
-          return enqueue(conn, () => handlers.send_message(conn, msg, receivedAt));
+          // A span per send (no HTTP request carries it): the store and database calls are its children.
+          return enqueue(conn, () =>
+            withSpan(
+              'chat.send_message',
+              { 'herald.chat.connection_id': String(conn.id) },
+              () => handlers.send_message(conn, msg, receivedAt),
+              SpanKind.SERVER,
+            ),
+          );
         }
         case 'edit_message':
           return enqueue(conn, () => handlers.edit_message(conn, msg));

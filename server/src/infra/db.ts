@@ -3,17 +3,15 @@
 // Nothing here depends on session state between transactions, so DATABASE_URL may be PgBouncer in transaction
 // pooling mode (docs/operations.md, "PostgreSQL past one server"): the migration lock is transaction-level and
 // taken on DATABASE_DIRECT_URL when set, no SET outlives its transaction, no named prepared statements, no LISTEN.
+// PGlite is a development dependency (production requires DATABASE_URL): it is imported only when used, so a
+// production install (`npm ci --omit=dev`) runs without its 26 MB.
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { type SQL, sql } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
 import { acquireDataDirLock } from './data-dir-lock.js';
 import type { Logger } from './logger.js';
@@ -75,10 +73,38 @@ export interface DatabaseOptions {
   applicationName?: string;
 }
 
-export function createDatabase(options: DatabaseOptions): Database {
+/** DATABASE_URL is unset and the embedded database is not installed (a production install). */
+export class EmbeddedDatabaseUnavailableError extends Error {
+  constructor() {
+    super(
+      'DATABASE_URL is not set and the embedded database (@electric-sql/pglite, a development dependency) is not ' +
+        'installed: set DATABASE_URL to a PostgreSQL database, or run `npm install` for the embedded default',
+    );
+    this.name = 'EmbeddedDatabaseUnavailableError';
+  }
+}
+
+export async function createDatabase(options: DatabaseOptions): Promise<Database> {
   return options.databaseUrl
     ? createPostgres(options.databaseUrl, options)
-    : createPglite(options.dataDir, options.lockOwner ?? 'server', options.logger);
+    : await createPglite(options.dataDir, options.lockOwner ?? 'server', options.logger);
+}
+
+async function loadPglite() {
+  try {
+    const [{ PGlite }, { pg_trgm }, { drizzle }, { migrate }] = await Promise.all([
+      import('@electric-sql/pglite'),
+      import('@electric-sql/pglite/contrib/pg_trgm'),
+      import('drizzle-orm/pglite'),
+      import('drizzle-orm/pglite/migrator'),
+    ]);
+    return { PGlite, pg_trgm, drizzlePglite: drizzle, migratePglite: migrate };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND') {
+      throw new EmbeddedDatabaseUnavailableError();
+    }
+    throw err;
+  }
 }
 
 /**
@@ -238,7 +264,12 @@ function createPostgres(url: string, options: DatabaseOptions): Database {
   };
 }
 
-function createPglite(dataDir: string, lockOwner: string, logger?: Pick<Logger, 'info' | 'warn'>): Database {
+async function createPglite(
+  dataDir: string,
+  lockOwner: string,
+  logger?: Pick<Logger, 'info' | 'warn'>,
+): Promise<Database> {
+  const { PGlite, pg_trgm, drizzlePglite, migratePglite } = await loadPglite();
   const dir = path.resolve(dataDir, 'pglite');
   // Before opening: a second process on the same directory would silently lose writes (see data-dir-lock.ts).
   const lock = acquireDataDirLock(dataDir, lockOwner);

@@ -5,6 +5,7 @@ import { type Db, rowsOf, textArray } from './db.js';
 import type { Logger } from './logger.js';
 import type { Mail, Mailer } from './mailer.js';
 import { createQueueLoop, dueAndUnleased, inMs, backoffMs as jitteredBackoff } from './queue.js';
+import { SpanKind, withSpan } from './tracing.js';
 
 /** What an email's final outcome reports to listeners (the email.sent / email.failed webhook events). */
 export interface EmailOutcome {
@@ -131,51 +132,60 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
     const rows = await claim();
     const sent: EmailOutcome[] = [];
     await Promise.all(
-      rows.map(async (row) => {
-        const attempts = Number(row.attempts);
-        try {
-          await mailer.send({
-            to: row.to_address,
-            subject: row.subject,
-            text: row.text_body,
-            html: row.html_body,
-            ...(row.headers
-              ? { headers: typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers }
-              : {}),
-          });
-          sent.push({
-            id: row.id,
-            to: row.to_address,
-            subject: row.subject,
-            kind: kindOf(row.dedupe_key),
-            attempts,
-            status: 'sent',
-            error: null,
-          });
-        } catch (err) {
-          const message = err instanceof Error ? err.message : String(err);
-          attemptFailures++;
-          const giveUp = attempts >= options.maxAttempts;
-          const delay = backoffMs(attempts, options.retryBaseMs);
-          logger.warn({ emailId: row.id, attempts, giveUp, err: message }, 'email send failed');
-          await settle(
-            sql`update email_outbox set status = ${giveUp ? 'failed' : 'pending'}, locked_until = null,
+      rows.map((row) =>
+        // One span per email (a queue consumer): the send and the settling queries are its children.
+        withSpan(
+          'email-outbox.send',
+          { 'herald.email.id': String(row.id), 'herald.email.attempt': Number(row.attempts) },
+          async () => {
+            const attempts = Number(row.attempts);
+            try {
+              await mailer.send({
+                to: row.to_address,
+                subject: row.subject,
+                text: row.text_body,
+                html: row.html_body,
+                ...(row.headers
+                  ? { headers: typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers }
+                  : {}),
+              });
+              // Settled with the round's other sent rows in one statement (settleSent below).
+              sent.push({
+                id: row.id,
+                to: row.to_address,
+                subject: row.subject,
+                kind: kindOf(row.dedupe_key),
+                attempts,
+                status: 'sent',
+                error: null,
+              });
+            } catch (err) {
+              const message = err instanceof Error ? err.message : String(err);
+              attemptFailures++;
+              const giveUp = attempts >= options.maxAttempts;
+              const delay = backoffMs(attempts, options.retryBaseMs);
+              logger.warn({ emailId: row.id, attempts, giveUp, err: message }, 'email send failed');
+              await settle(
+                sql`update email_outbox set status = ${giveUp ? 'failed' : 'pending'}, locked_until = null,
                   last_error = ${message.slice(0, 500)}, next_attempt_at = ${inMs(delay)}
                 where id = ${row.id}::bigint`,
-            giveUp
-              ? {
-                  id: row.id,
-                  to: row.to_address,
-                  subject: row.subject,
-                  kind: kindOf(row.dedupe_key),
-                  attempts,
-                  status: 'failed',
-                  error: message.slice(0, 500),
-                }
-              : null,
-          );
-        }
-      }),
+                giveUp
+                  ? {
+                      id: row.id,
+                      to: row.to_address,
+                      subject: row.subject,
+                      kind: kindOf(row.dedupe_key),
+                      attempts,
+                      status: 'failed',
+                      error: message.slice(0, 500),
+                    }
+                  : null,
+              );
+            }
+          },
+          SpanKind.CONSUMER,
+        ),
+      ),
     );
     await settleSent(sent);
     return rows.length;

@@ -8,6 +8,7 @@ import { sql } from 'drizzle-orm';
 import { type Db, rowsOf } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import { backoffMs, createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
+import { SpanKind, withSpan } from '../infra/tracing.js';
 import type { SecretBox } from './secret.js';
 import { sign } from './secret.js';
 import type { Sender } from './sender.js';
@@ -197,7 +198,18 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   const dispatch = (row: Claimed) => {
     inflight.set(row.endpoint_id, (inflight.get(row.endpoint_id) ?? 0) + 1);
     total++;
-    const p = deliver(row).finally(() => {
+    // One span per attempt (a queue consumer): the HTTP request to the endpoint and the bookkeeping queries are
+    // its children.
+    const p = withSpan(
+      'webhook.deliver',
+      {
+        'herald.webhook.delivery_id': row.id,
+        'herald.webhook.endpoint_id': row.endpoint_id,
+        'herald.webhook.attempt': Number(row.attempts),
+      },
+      () => deliver(row),
+      SpanKind.CONSUMER,
+    ).finally(() => {
       const n = (inflight.get(row.endpoint_id) ?? 1) - 1;
       if (n <= 0) inflight.delete(row.endpoint_id);
       else inflight.set(row.endpoint_id, n);

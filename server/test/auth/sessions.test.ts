@@ -25,8 +25,8 @@ import {
 } from '../helpers/users.js';
 
 /** A database whose Drizzle instance counts every query it runs. */
-function countingDatabase(url: string) {
-  const base = createDatabase({ databaseUrl: url, dataDir: '/tmp/unused' });
+async function countingDatabase(url: string) {
+  const base = await createDatabase({ databaseUrl: url, dataDir: '/tmp/unused' });
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   const counter = { queries: 0 };
   const db = drizzle(pool, {
@@ -103,7 +103,7 @@ describe('sessions', () => {
   beforeAll(async () => {
     env = await createTestEnv();
     a = await env.app();
-    const counted = countingDatabase(env.db.url);
+    const counted = await countingDatabase(env.db.url);
     dbCounter = counted.counter;
     const store = countingStore(createStore({ url: env.baseEnv.CACHE_URL, prefix: env.prefix }));
     storeCounter = store.counter;

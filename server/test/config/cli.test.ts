@@ -81,6 +81,39 @@ describe('create-admin on PostgreSQL', () => {
     expect(await signIn(app, fromFlag, 'flag password 123')).toBeTruthy();
   });
 
+  // Three CLI processes in a row: more time than the default on a loaded machine.
+  it('NODE_ENV=production: each command asks only for what it uses (create-admin: DATABASE_URL alone)', {
+    timeout: 180_000,
+  }, async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'herald-cli-prod-'));
+    try {
+      const email = uniqueEmail('prod-admin');
+      const prodEnv = { NODE_ENV: 'production', DATABASE_URL: env.db.url, DATA_DIR: dataDir };
+      const r = await cli(['create-admin', '--email', email], {
+        ...prodEnv,
+        HERALD_ADMIN_PASSWORD: 'prod password 123',
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).not.toMatch(/CACHE_URL|AUTH_SECRET|API_BASE_URL|FE_BASE_URL/);
+      expect(await signIn(app, email, 'prod password 123')).toBeTruthy();
+      // No development secret file is written next to a production deployment.
+      expect(existsSync(path.join(dataDir, 'auth-secret'))).toBe(false);
+
+      const migrate = await cli(['migrate'], { NODE_ENV: 'production', DATA_DIR: dataDir });
+      expect(migrate.code).toBe(1);
+      expect(migrate.stderr).toContain('DATABASE_URL: required when NODE_ENV=production');
+      expect(migrate.stderr).not.toMatch(/CACHE_URL|AUTH_SECRET|API_BASE_URL|FE_BASE_URL/);
+
+      // Retention takes its cluster-wide lock in the store: it asks for CACHE_URL, still not for the others.
+      const retention = await cli(['retention'], prodEnv);
+      expect(retention.code).toBe(1);
+      expect(retention.stderr).toContain('CACHE_URL: required when NODE_ENV=production');
+      expect(retention.stderr).not.toMatch(/AUTH_SECRET|API_BASE_URL|FE_BASE_URL/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('no password anywhere → a clear error, exit code 1', async () => {
     const r = await cli(['create-admin', '--email', uniqueEmail('nopass')], cliEnv);
     expect(r.code).toBe(1);

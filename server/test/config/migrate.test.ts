@@ -34,14 +34,16 @@ describe('migrations', () => {
     const target = await createTestDatabase();
     dbs.push(target);
     const bouncer = through === 'pgbouncer' ? await startPgBouncer({ poolSize: 2 }) : undefined;
-    const databases = [1, 2, 3].map(() =>
-      createDatabase({
-        databaseUrl: bouncer ? bouncer.urlFor(target.url) : target.url,
-        ...(bouncer && direct ? { directUrl: target.url } : {}),
-        dataDir: '/tmp/unused',
-        poolSize: 2,
-        statementTimeoutMs: 10_000,
-      }),
+    const databases = await Promise.all(
+      [1, 2, 3].map(() =>
+        createDatabase({
+          databaseUrl: bouncer ? bouncer.urlFor(target.url) : target.url,
+          ...(bouncer && direct ? { directUrl: target.url } : {}),
+          dataDir: '/tmp/unused',
+          poolSize: 2,
+          statementTimeoutMs: 10_000,
+        }),
+      ),
     );
     try {
       const results = await Promise.allSettled(databases.map((d) => d.migrate()));

@@ -115,8 +115,15 @@ describe('http skeleton', () => {
     expect(res.headers['referrer-policy']).toBe('no-referrer');
     expect(res.headers['x-powered-by']).toBeUndefined();
     expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
-    const other = await app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': 'spoofed' } });
-    expect(other.headers['x-request-id']).not.toBe('spoofed');
+    // A safe incoming id is kept (correlation with the load balancer's logs); an unsafe one is replaced.
+    const kept = await app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': 'lb-1234' } });
+    expect(kept.headers['x-request-id']).toBe('lb-1234');
+    const other = await app.inject({
+      method: 'GET',
+      url: '/nope',
+      headers: { 'x-request-id': 'spoofed id' },
+    });
+    expect(other.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(other.headers['x-request-id']).not.toBe(res.headers['x-request-id']);
   });
 

@@ -60,7 +60,7 @@ describe('overload guard', () => {
   it('refuses while more queries wait for a database connection than OVERLOAD_MAX_DB_WAITING', async () => {
     // The real pool, with its queue length reported as the test says (a long queue cannot be built
     // deterministically without making the test slow).
-    const real = createDatabase({ databaseUrl: env.db.url, dataDir: './data' });
+    const real = await createDatabase({ databaseUrl: env.db.url, dataDir: './data' });
     let waiting = 0;
     const database: Database = { ...real, waiting: () => waiting };
     const app = await env.app({ OVERLOAD_MAX_DB_WAITING: '5' }, { overrides: { database } });

@@ -23,7 +23,7 @@ describe('database pool under killed connections', () => {
 
   beforeAll(async () => {
     target = await createTestDatabase();
-    database = createDatabase({
+    database = await createDatabase({
       databaseUrl: target.url,
       dataDir: '/tmp/unused',
       poolSize: 3,

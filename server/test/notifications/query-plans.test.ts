@@ -94,7 +94,7 @@ function expectOrderFromIndex(plan: PlanNode) {
 
 beforeAll(async () => {
   testDb = await createTestDatabase();
-  const database = createDatabase({ databaseUrl: testDb.url, dataDir: '' });
+  const database = await createDatabase({ databaseUrl: testDb.url, dataDir: '' });
   await database.migrate();
   await database.close();
   pool = new pg.Pool({ connectionString: testDb.url, max: 2 });

@@ -14,7 +14,7 @@ describe('GET /health', () => {
   afterAll(() => env.close());
 
   it('answers 503 { status: "error" } while the database is down, 200 again once it is back', async () => {
-    const real = createDatabase({ databaseUrl: env.db.url, dataDir: './data' });
+    const real = await createDatabase({ databaseUrl: env.db.url, dataDir: './data' });
     let down = false;
     const database: Database = {
       ...real,
@@ -46,7 +46,7 @@ describe('GET /health', () => {
   });
 
   it('reuses the check result within HEALTH_CACHE_MS, but reports a shutdown at once', async () => {
-    const real = createDatabase({ databaseUrl: env.db.url, dataDir: './data' });
+    const real = await createDatabase({ databaseUrl: env.db.url, dataDir: './data' });
     let pings = 0;
     const database: Database = {
       ...real,
