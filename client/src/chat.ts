@@ -2,12 +2,12 @@
 // presence and typing indicators, and makes `send` resolve once the server stored the message. Every send carries a
 // clientMessageId, so re-sending the unconfirmed ones after a reconnect never stores a message twice.
 import { Backoff, fullJitterDelay } from './backoff.js';
-import type {
-  ChatCloseCodes,
-  ChatHistoryResponse,
-  ChatMessage,
-  ChatServerEvent,
-  PresenceCounts,
+import {
+  ChatCloseCode,
+  type ChatHistoryResponse,
+  type ChatMessage,
+  type ChatServerEvent,
+  type PresenceCounts,
 } from './contract.js';
 import { type ClientEnvironment, interruptibleSleep } from './environment.js';
 import type { Http } from './http.js';
@@ -74,15 +74,6 @@ export class HeraldChatError extends Error {
     super(message);
   }
 }
-
-// The server's close codes (docs/chat-protocol.md); checked against the server's constants at compile time.
-export const ChatCloseCode = {
-  GOING_AWAY: 1001,
-  POLICY: 1008,
-  TOO_BIG: 1009,
-  SESSION_ENDED: 4001,
-  ABUSE: 4029,
-} as const satisfies ChatCloseCodes;
 
 /** Limits mirrored from the protocol so obviously refused frames are not sent (the server re-checks). */
 const MAX_FRAME_BYTES = 16 * 1024;

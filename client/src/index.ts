@@ -22,8 +22,8 @@ export type {
   WebSocketFactory,
   WebSocketLike,
 } from './chat.js';
-export { ChatCloseCode, HeraldChatError, mergeHistory } from './chat.js';
-export type * from './contract.js';
+export { HeraldChatError, mergeHistory } from './chat.js';
+export * from './contract.js';
 export { type CookieFetch, type CookieFetchOptions, createCookieFetch } from './cookies.js';
 export type { ClientEnvironment, EnvironmentEvent } from './environment.js';
 export { HeraldApiError } from './errors.js';

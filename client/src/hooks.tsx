@@ -1,0 +1,103 @@
+// The React binding: the client in React context and hooks over its stores (useSyncExternalStore), so components
+// re-render exactly when the feed, the chat or the session change. Exported by `@herald/client/react` (react.tsx).
+import { createContext, type ReactNode, useContext, useEffect, useMemo, useSyncExternalStore } from 'react';
+import type { ChatClient, ChatState } from './chat.js';
+import type { FeedState, NotificationFeed } from './feed.js';
+import type { HeraldClient, Session } from './index.js';
+import type { NotificationsApi } from './notifications.js';
+
+const HeraldContext = createContext<HeraldClient | null>(null);
+
+export function HeraldProvider(props: { client: HeraldClient; children: ReactNode }) {
+  return <HeraldContext.Provider value={props.client}>{props.children}</HeraldContext.Provider>;
+}
+
+function useClientFor(hookName: string): HeraldClient {
+  const client = useContext(HeraldContext);
+  if (!client) throw new Error(`${hookName} must be used inside <HeraldProvider>`);
+  return client;
+}
+
+export function useHeraldClient(): HeraldClient {
+  return useClientFor('useHeraldClient');
+}
+
+export interface SessionState {
+  data: Session | null;
+  isPending: boolean;
+  error: Error | null;
+  refetch(): void;
+}
+
+function useSessionOf(client: HeraldClient): SessionState {
+  const atom = client.auth.useSession;
+  // better-auth's session atom fetches /auth/get-session when it gets its first listener and keeps the value
+  // current (sign-in, sign-out, other tabs); its value object is replaced on change, as useSyncExternalStore needs.
+  const value = useSyncExternalStore(
+    (onChange) => atom.listen(() => onChange()),
+    () => atom.get(),
+    () => atom.get(),
+  );
+  return useMemo(
+    () => ({
+      data: (value.data as Session | null) ?? null,
+      isPending: value.isPending,
+      error: value.error,
+      refetch: () => {
+        void value.refetch();
+      },
+    }),
+    [value],
+  );
+}
+
+/** better-auth's useSession: `{ data: { session, user } | null, isPending, error, refetch }`. */
+export function useSession(): SessionState {
+  return useSessionOf(useClientFor('useSession'));
+}
+
+/** Holds the feed open while mounted and signed in; the state hides a previous user's data. */
+function useFeedState(hookName: string): { state: FeedState; client: HeraldClient } {
+  const client = useClientFor(hookName);
+  const session = useSessionOf(client);
+  const userId = session.data?.user.id ?? null;
+  const feed = client.notifications.feed;
+  useEffect(() => {
+    if (!userId) return;
+    return feed.retain();
+  }, [feed, userId]);
+  const state = useSyncExternalStore(feed.subscribe, feed.getState, feed.getState);
+  const foreign = state.userId !== null && state.userId !== userId;
+  const visible = useMemo(
+    () => (foreign ? { ...state, items: [], unreadCount: null } : state),
+    [state, foreign],
+  );
+  return { state: visible, client };
+}
+
+export function useNotifications(): FeedState & { feed: NotificationFeed; api: NotificationsApi } {
+  const { state, client } = useFeedState('useNotifications');
+  return useMemo(
+    () => ({ ...state, feed: client.notifications.feed, api: client.notifications }),
+    [state, client],
+  );
+}
+
+export function useUnreadCount(): number | null {
+  return useFeedState('useUnreadCount').state.unreadCount;
+}
+
+/** Holds the chat socket open while mounted; reconnects when the signed-in user changes (guest ↔ member). */
+export function useChat(): ChatState & { chat: ChatClient } {
+  const client = useClientFor('useChat');
+  const session = useSessionOf(client);
+  const userId = session.data?.user.id ?? null;
+  const chat = client.chat;
+  useEffect(
+    // Keyed on the user: a sign-in or sign-out reopens the socket with the new cookies.
+    () => chat.retain(userId),
+    [chat, userId],
+  );
+  const state = useSyncExternalStore(chat.subscribe, chat.getState, chat.getState);
+  return useMemo(() => ({ ...state, chat }), [state, chat]);
+}
