@@ -13,7 +13,11 @@ import { type ClientEnvironment, interruptibleSleep } from './environment.js';
 import type { Http } from './http.js';
 import { Holds, Store } from './store.js';
 
-export type ChatStatus = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed' | 'banned';
+/**
+ * `refused`: the socket never opened and the service says it does not accept this page's origin (state.error has
+ * code ORIGIN_NOT_ALLOWED and a message naming CORS_ALLOWLISTED_ORIGINS); no further reconnects until connect().
+ */
+export type ChatStatus = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed' | 'banned' | 'refused';
 
 export interface ChatState {
   status: ChatStatus;
@@ -106,6 +110,11 @@ export interface ChatDeps {
   /** Re-reads the session after a 4001 close; resolves true when a session exists. */
   checkSession: () => Promise<boolean>;
   uuid: () => string;
+  /**
+   * Asked after sockets failed to open (closed before `connected`) twice in a row: an error when the cause is known
+   * and reconnecting cannot help (the page's origin is refused), null to keep reconnecting.
+   */
+  diagnose?: () => Promise<{ code: string; message: string } | null>;
   options?: ChatOptions;
 }
 
@@ -171,6 +180,8 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   let lastTypingTrue = 0;
   let awaitingHistory = false;
   let sessionCloses = 0;
+  /** Sockets closed before `connected` since the last one that got it. */
+  let failedOpens = 0;
   let lastSessionClose = 0;
   let historyTimer: ReturnType<typeof setTimeout> | undefined;
   let ownTypingTimer: ReturnType<typeof setTimeout> | undefined;
@@ -253,6 +264,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
       case 'connected':
         backoff.reset();
         everOpened = true;
+        failedOpens = 0;
         set({
           status: 'open',
           connectionId: event.connectionId,
@@ -359,6 +371,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
     };
     ws.onclose = (ev) => {
       if (socket !== ws) return;
+      if (store.get().connectionId === null) failedOpens++;
       socket = null;
       outcomes = [];
       awaitingHistory = false;
@@ -379,6 +392,16 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   const onClose = async (code: number, reason: string, signal: AbortSignal) => {
     if (signal.aborted) return;
     set({ connectionId: null });
+    if (failedOpens >= 2 && failedOpens % 2 === 0 && deps.diagnose) {
+      const refusal = await deps.diagnose().catch(() => null);
+      if (signal.aborted) return;
+      if (refusal) {
+        set({ status: 'refused', error: refusal });
+        rejectAll(refusal.code, refusal.message);
+        stopRun();
+        return;
+      }
+    }
     switch (code) {
       case ChatCloseCode.POLICY:
         if (/slow consumer/i.test(reason)) break; // not a sanction: reconnect and reload the history
@@ -494,7 +517,9 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   return {
     connect() {
       manual = true;
-      if (store.get().status === 'banned') set({ status: 'idle', error: null });
+      const status = store.get().status;
+      if (status === 'banned' || status === 'refused') set({ status: 'idle', error: null });
+      failedOpens = 0;
       reconcile();
     },
     disconnect() {

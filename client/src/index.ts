@@ -11,6 +11,7 @@ import {
 } from './feed.js';
 import { createHttp, type FetchLike, normaliseBaseURL } from './http.js';
 import { createNotificationCalls, type NotificationsApi } from './notifications.js';
+import { checkOrigin, type OriginCheck, originRefusedMessage } from './origin.js';
 
 export type { AdminApi } from './admin.js';
 export type { AuthClient, Session } from './auth.js';
@@ -40,6 +41,7 @@ export type {
 export { applyFeedEvent } from './feed.js';
 export type { FetchLike } from './http.js';
 export type { NotificationsApi } from './notifications.js';
+export { type OriginCheck, originRefusedMessage } from './origin.js';
 export { type SseMessage, SseParser } from './sse.js';
 
 export interface HeraldClientOptions {
@@ -68,7 +70,21 @@ export interface HeraldClient {
   notifications: NotificationsApi;
   chat: ChatClient;
   admin: AdminApi;
-  /** Stops the feed and the chat socket. */
+  /**
+   * Whether the service accepts this page's origin (GET /client-config); null when it cannot tell. An untrusted
+   * origin can read but not sign in or chat: show `originRefusedMessage(check)`, which names the setting.
+   *
+   * @example
+   * const check = await client.checkOrigin();
+   * if (check && !check.trusted) showBanner(originRefusedMessage(check));
+   */
+  checkOrigin(): Promise<OriginCheck | null>;
+  /**
+   * Stops the feed and the chat socket.
+   *
+   * @example
+   * window.addEventListener('pagehide', () => client.close());
+   */
   close(): void;
 }
 
@@ -124,6 +140,9 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
     options: options.feed,
   });
 
+  const origin = () =>
+    checkOrigin(baseURL, fetchImpl, inPage && g.location?.origin ? { origin: g.location.origin } : null);
+
   const createSocket: WebSocketFactory =
     options.WebSocket ??
     ((url) => {
@@ -142,6 +161,12 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
       return Boolean(res.data?.session);
     },
     uuid: () => globalThis.crypto.randomUUID(),
+    diagnose: async () => {
+      const check = await origin();
+      return check && !check.trusted
+        ? { code: 'ORIGIN_NOT_ALLOWED', message: originRefusedMessage(check) }
+        : null;
+    },
     options: options.chat,
   });
 
@@ -150,6 +175,7 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
     notifications: { ...calls, feed },
     chat,
     admin: createAdminApi(http),
+    checkOrigin: origin,
     close() {
       feed.stop();
       chat.disconnect();

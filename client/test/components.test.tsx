@@ -127,7 +127,7 @@ function byLabel(el: ParentNode, text: string): HTMLInputElement | HTMLSelectEle
       : (label.querySelector('span')?.textContent ?? label.textContent ?? '');
     if (own.trim() !== text) continue;
     if (label.htmlFor) return document.getElementById(label.htmlFor) as HTMLInputElement;
-    return label.querySelector('input, select') ?? undefined;
+    return label.querySelector<HTMLInputElement | HTMLSelectElement>('input, select') ?? undefined;
   }
   return undefined;
 }

@@ -258,7 +258,7 @@ export function createAuth({
     baseURL: config.API_BASE_URL,
     basePath: '/auth',
     secret: config.AUTH_SECRET,
-    trustedOrigins: [...new Set([...config.CORS_ALLOWLISTED_ORIGINS, new URL(config.FE_BASE_URL).origin])],
+    trustedOrigins: config.trustedOrigins,
     database: drizzleAdapter(db, { provider: 'pg', schema, camelCase: false }),
     secondaryStorage: {
       // A failed read degrades to "not in the store": sessions and verification values then come from PostgreSQL
