@@ -348,6 +348,11 @@ describe('chat socket', () => {
 describe('a refused origin', () => {
   const start = (trusted: boolean) => {
     const sockets: FakeSocket[] = [];
+    const openSocket = (url: string) => {
+      const s = new FakeSocket(url);
+      sockets.push(s);
+      return s;
+    };
     let checks = 0;
     const client = createHeraldClient({
       baseURL: 'https://chat.example',
@@ -363,11 +368,7 @@ describe('a refused origin', () => {
         }
         return Response.json(null);
       },
-      WebSocket: (url) => {
-        const s = new FakeSocket(url);
-        sockets.push(s);
-        return s;
-      },
+      WebSocket: openSocket,
       environment: new FakeEnvironment(),
       random: () => 0,
       chat: { baseDelayMs: 1, maxDelayMs: 2 },

@@ -184,17 +184,7 @@ describe('the packed SDK in an empty project', () => {
     }
   });
 
-  it('typechecks against the installed declarations (strict, skipLibCheck false; NodeNext and Bundler resolution), and a wrong type fails', async () => {
-    // The negative control runs alongside: the same setup must report a wrong type.
-    writeFileSync(
-      join(dir, 'broken.ts'),
-      "import type { Notification } from '@herald/client';\ndeclare const n: Notification;\nexport const x: number = n.title;\n",
-    );
-    writeFileSync(
-      join(dir, 'tsconfig.broken.json'),
-      tsconfig('NodeNext').replace('"files":["consumer.ts"]', '"files":["broken.ts"]'),
-    );
-    const broken = tsc('tsconfig.broken.json');
+  it('typechecks against the installed declarations (strict, skipLibCheck false; NodeNext and Bundler resolution); the @ts-expect-error lines fail the compile if a type is `any`)', async () => {
     const results = await Promise.all(
       (['NodeNext', 'Bundler'] as const).map(async (resolution) => {
         const project = `tsconfig.${resolution}.json`;
@@ -213,9 +203,6 @@ describe('the packed SDK in an empty project', () => {
       expect(ours, `${resolution}:\n${output}`).toEqual([]);
       betterAuthErrors.add(errors.filter((l) => BETTER_AUTH_OWN.test(l)).join('\n'));
     }
-    expect((await broken).output).toContain(
-      "broken.ts(3,14): error TS2322: Type 'string' is not assignable to type 'number'",
-    );
   }, 600_000);
 
   const nodes: Array<[string, string]> = [['Node 24 (this process)', process.execPath]];

@@ -4,7 +4,7 @@ import { useEffect, useState } from 'react';
 import { errorMessage } from '../format';
 import { followAction } from '../pages/Notifications';
 import { Link, useLocation } from '../router';
-import { useCurrentUser } from '../session';
+import { markSignedOut, useCurrentUser } from '../session';
 
 /** The SDK's bell; its panel shows the latest notifications and leads to the inbox page. */
 export function Bell() {
@@ -66,7 +66,9 @@ export function Header() {
       return;
     }
     // No navigation here: until the session hook has caught up, the sign-in page would still see the user and
-    // send them back. Once it has, pages that need a user redirect to /sign-in (public ones stay, as a guest).
+    // send them back. Once it has, pages that need a user redirect to /sign-in (public ones stay, as a guest),
+    // without ?next= (markSignedOut).
+    markSignedOut();
     refetch();
   };
 
