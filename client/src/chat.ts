@@ -36,20 +36,71 @@ export interface ChatState {
   error: { code: string; message: string } | null;
 }
 
+/** `client.chat`: the chat socket (room `general`), its messages, presence and typing indicators. */
 export interface ChatClient {
+  /**
+   * Opens the socket (and keeps it open, reconnecting by the close codes) until disconnect().
+   * @example
+   * client.chat.connect();
+   */
   connect(): void;
+  /**
+   * Closes the socket; unconfirmed sends reject with CLOSED.
+   * @example
+   * client.chat.disconnect();
+   */
   disconnect(): void;
+  /**
+   * The current state: `status`, `messages` (oldest first), `presence`, `typing`, `role`, `error`.
+   * @example
+   * const { status, messages } = client.chat.getState();
+   */
   getState(): ChatState;
+  /**
+   * Called on every state change; returns the unsubscribe function.
+   * @example
+   * const off = client.chat.subscribe((s) => render(s.messages));
+   */
   subscribe(listener: (s: ChatState) => void): () => void;
+  /**
+   * Sends a message; resolves once the server stored it (rejects with HeraldChatError: THROTTLED, a server code…).
+   * Safe to retry: the same `clientMessageId` is never stored twice.
+   * @example
+   * const stored = await client.chat.send('Hello!');
+   */
   send(message: string, opts?: { clientMessageId?: string }): Promise<ChatMessage>;
+  /**
+   * Edits one's own message (admins: any).
+   * @example
+   * client.chat.edit(message.id, 'Hello again');
+   */
   edit(messageId: string, message: string): void;
+  /**
+   * Deletes one's own message (admins: any).
+   * @example
+   * client.chat.remove(message.id);
+   */
   remove(messageId: string): void;
+  /**
+   * Tells the room one is typing (members; throttled, and `false` goes out by itself after a pause).
+   * @example
+   * input.addEventListener('input', () => client.chat.setTyping(input.value !== ''));
+   */
   setTyping(isTyping: boolean): void;
+  /**
+   * Loads the page before the oldest loaded message; resolves with how many were added.
+   * @example
+   * if (client.chat.getState().hasMore) await client.chat.loadOlder(50);
+   */
   loadOlder(limit?: number): Promise<number>;
   /**
    * Keeps the socket open while held (reference counted, for components); the returned function releases.
    * `key` names who the holder is signed in as (a user id, null for a guest): after a ban (1008) the socket stays
    * closed for that key, and opens again for another one (another user signed in). connect() always reopens.
+   * @example
+   * const release = client.chat.retain(session?.user.id ?? null);
+   * // later
+   * release();
    */
   retain(key?: string | null): () => void;
 }
@@ -68,7 +119,15 @@ export interface WebSocketLike {
 /** Opens a socket to `url`. Browsers: `(url) => new WebSocket(url)` (the default); Node: `ws` with headers. */
 export type WebSocketFactory = (url: string) => WebSocketLike;
 
-/** A send refused by the server (its `error` code, or THROTTLED, CLOSED, BANNED…). */
+/**
+ * A send refused by the server (its `error` code, or THROTTLED, CLOSED, BANNED, ORIGIN_NOT_ALLOWED…).
+ * @example
+ * try {
+ *   await client.chat.send(text);
+ * } catch (e) {
+ *   if (e instanceof HeraldChatError && e.code === 'THROTTLED') showSlowDown();
+ * }
+ */
 export class HeraldChatError extends Error {
   override readonly name = 'HeraldChatError';
   constructor(
@@ -146,6 +205,10 @@ const byTime = (a: ChatMessage, b: ChatMessage) =>
 /**
  * The list after a (re)connect's history: messages older than the history's first one are kept (pages loaded
  * with loadOlder), the history's window is taken as the server has it now (edits and deletes while away).
+ */
+/**
+ * @example
+ * const merged = mergeHistory(state.messages, event.messages);
  */
 export function mergeHistory(current: ChatMessage[], history: ChatMessage[]): ChatMessage[] {
   const sorted = [...history].sort(byTime);

@@ -8,6 +8,12 @@ import type { NotificationsApi } from './notifications.js';
 
 const HeraldContext = createContext<HeraldClient | null>(null);
 
+/**
+ * Puts the client in React context for the hooks and components.
+ * @example
+ * const client = createHeraldClient({ baseURL: '' }); // the page's origin
+ * createRoot(el).render(<HeraldProvider client={client}><App /></HeraldProvider>);
+ */
 export function HeraldProvider(props: { client: HeraldClient; children: ReactNode }) {
   return <HeraldContext.Provider value={props.client}>{props.children}</HeraldContext.Provider>;
 }
@@ -18,6 +24,12 @@ function useClientFor(hookName: string): HeraldClient {
   return client;
 }
 
+/**
+ * The client of the nearest HeraldProvider.
+ * @example
+ * const client = useHeraldClient();
+ * const onClick = () => client.notifications.markAllRead();
+ */
 export function useHeraldClient(): HeraldClient {
   return useClientFor('useHeraldClient');
 }
@@ -51,7 +63,12 @@ function useSessionOf(client: HeraldClient): SessionState {
   );
 }
 
-/** better-auth's useSession: `{ data: { session, user } | null, isPending, error, refetch }`. */
+/**
+ * better-auth's useSession: `{ data: { session, user } | null, isPending, error, refetch }`.
+ * @example
+ * const { data, isPending } = useSession();
+ * if (!isPending && !data) return <SignIn />;
+ */
 export function useSession(): SessionState {
   return useSessionOf(useClientFor('useSession'));
 }
@@ -75,6 +92,12 @@ function useFeedState(hookName: string): { state: FeedState; client: HeraldClien
   return { state: visible, client };
 }
 
+/**
+ * The live feed's state (`items`, `unreadCount`, `status`) while signed in, plus the feed and the calls.
+ * @example
+ * const { items, unreadCount, api } = useNotifications();
+ * return <button onClick={() => api.markAllRead()}>Mark {unreadCount} read</button>;
+ */
 export function useNotifications(): FeedState & { feed: NotificationFeed; api: NotificationsApi } {
   const { state, client } = useFeedState('useNotifications');
   return useMemo(
@@ -83,11 +106,22 @@ export function useNotifications(): FeedState & { feed: NotificationFeed; api: N
   );
 }
 
+/**
+ * The live unread count (null until known, or signed out).
+ * @example
+ * const unread = useUnreadCount();
+ * return <span aria-label={`Notifications, ${unread ?? 0} unread`}>{unread}</span>;
+ */
 export function useUnreadCount(): number | null {
   return useFeedState('useUnreadCount').state.unreadCount;
 }
 
-/** Holds the chat socket open while mounted; reconnects when the signed-in user changes (guest ↔ member). */
+/**
+ * Holds the chat socket open while mounted; reconnects when the signed-in user changes (guest ↔ member).
+ * @example
+ * const { messages, chat, status } = useChat();
+ * return <button disabled={status !== 'open'} onClick={() => chat.send('Hi')}>Say hi</button>;
+ */
 export function useChat(): ChatState & { chat: ChatClient } {
   const client = useClientFor('useChat');
   const session = useSessionOf(client);

@@ -66,9 +66,33 @@ export interface HeraldClientOptions {
 }
 
 export interface HeraldClient {
+  /**
+   * better-auth's client with the admin, magic-link and username plugins (CONTRACT §1).
+   * @example
+   * await client.auth.signUp.email({ email, password, name });
+   * await client.auth.signIn.email({ email, password });
+   * const { data } = await client.auth.getSession();
+   * await client.auth.signOut();
+   */
   auth: AuthClient;
+  /**
+   * Every notification call, and the live feed.
+   * @example
+   * const page = await client.notifications.list({ filter: 'unread' });
+   */
   notifications: NotificationsApi;
+  /**
+   * The chat socket.
+   * @example
+   * client.chat.connect();
+   * await client.chat.send('Hello!');
+   */
   chat: ChatClient;
+  /**
+   * Herald's admin routes.
+   * @example
+   * await client.admin.purgeMessages(userId);
+   */
   admin: AdminApi;
   /**
    * Whether the service accepts this page's origin (GET /client-config); null when it cannot tell. An untrusted
@@ -96,13 +120,26 @@ interface MaybeBrowserGlobals {
   WebSocket?: new (url: string) => import('./chat.js').WebSocketLike;
 }
 
-/** ws:// or wss:// for the chat endpoint of an http(s) base URL. */
+/**
+ * ws:// or wss:// for the chat endpoint of an http(s) base URL.
+ * @example
+ * chatSocketURL('https://herald.example.com'); // 'wss://herald.example.com/chat'
+ */
 export function chatSocketURL(httpBase: string): string {
   const u = new URL(`${httpBase}/chat`);
   u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
   return u.toString();
 }
 
+/**
+ * The Herald client: accounts (`auth`, better-auth's client), notifications and their live feed, chat, admin calls.
+ * @example
+ * import { createHeraldClient } from '@herald/client';
+ *
+ * const client = createHeraldClient({ baseURL: 'http://localhost:3001' });
+ * await client.auth.signIn.email({ email: 'ada@example.com', password: 'correct horse battery' });
+ * const unread = await client.notifications.unreadCount();
+ */
 export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
   const g = globalThis as unknown as MaybeBrowserGlobals;
   const baseURL = normaliseBaseURL(options.baseURL);

@@ -12,7 +12,12 @@ export interface OriginCheck {
   setting: 'CORS_ALLOWLISTED_ORIGINS';
 }
 
-/** The message an app can show for an untrusted origin. */
+/**
+ * The message an app can show for an untrusted origin (it names CORS_ALLOWLISTED_ORIGINS).
+ * @example
+ * const check = await client.checkOrigin();
+ * if (check && !check.trusted) banner.textContent = originRefusedMessage(check);
+ */
 export function originRefusedMessage(check: OriginCheck): string {
   return (
     `The service does not accept requests from this page's address (${check.value}): add it to ` +
@@ -21,6 +26,9 @@ export function originRefusedMessage(check: OriginCheck): string {
 }
 
 /**
+ * @example
+ * const check = await checkOrigin('https://herald.example.com', fetch, { origin: location.origin });
+ *
  * GET /client-config and read its `origin`; null when it cannot be told (service unreachable, or too old to say).
  * `inPage`: a cross-origin page whose origin CORS refuses cannot read the answer, so an opaque request that does get
  * one shows the service is up and refusing this origin.

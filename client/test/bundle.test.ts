@@ -38,3 +38,25 @@ describe('no server code at run time', () => {
     expect(result.outputFiles[0]?.text).not.toContain('@herald/server');
   });
 });
+
+describe('bundle size budget (min + gzip; React and better-auth external, as scripts/size.mjs measures)', () => {
+  it('core + React entry stay under 16 KB, so the SDK stays small next to better-auth (~13 KB of its own)', async () => {
+    const { gzipSync } = await import('node:zlib');
+    const result = await build({
+      stdin: {
+        contents: "export * from './src/index.ts';\nexport * from './src/react.tsx';",
+        loader: 'tsx',
+        resolveDir: new URL('..', import.meta.url).pathname,
+      },
+      bundle: true,
+      minify: true,
+      format: 'esm',
+      write: false,
+      external: ['react', 'react/jsx-runtime', 'react-dom', 'better-auth', 'better-auth/*'],
+      logLevel: 'silent',
+    });
+    const gzip = gzipSync(result.outputFiles[0]?.contents ?? new Uint8Array()).length;
+    expect(gzip).toBeGreaterThan(5_000);
+    expect(gzip).toBeLessThan(16_000);
+  });
+});
