@@ -286,7 +286,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     async restart(index, signal = 'SIGTERM') {
       if (isRunning(index)) await kill(index, signal);
       spawnInstance(index);
-      await waitForHealth(index, 'ok');
+      // The same cold-start budget as start() (tsx transform on a loaded machine).
+      await waitForHealth(index, 'ok', START_TIMEOUT_MS);
     },
     async close() {
       await Promise.allSettled(
