@@ -24,7 +24,9 @@ export default defineConfig({
           fileParallelism: false,
           // Bounds against hangs, not performance thresholds.
           testTimeout: 120_000,
-          hookTimeout: 180_000,
+          // Starting two instances on a 2-core machine shared with other heavy jobs can take longer: raise with
+          // HERALD_E2E_HOOK_TIMEOUT_MS there (and HERALD_TEST_START_TIMEOUT_MS for the instances' start).
+          hookTimeout: Number(process.env.HERALD_E2E_HOOK_TIMEOUT_MS) || 180_000,
           globalSetup: ['e2e/global-setup.ts'],
         },
       },

@@ -20,14 +20,32 @@ async function measure(label, contents, external) {
   return { label, minified: code.length, gzip: gzipSync(code).length };
 }
 
+async function measureCss(label, file) {
+  const result = await build({
+    entryPoints: [file],
+    bundle: true,
+    minify: true,
+    write: false,
+    logLevel: 'error',
+  });
+  const code = result.outputFiles[0].contents;
+  return { label, minified: code.length, gzip: gzipSync(code).length };
+}
+
 const core = "export * from './src/index.ts';";
 const react = "export * from './src/react.tsx';";
+const hooks =
+  "export { HeraldProvider, useChat, useHeraldClient, useNotifications, useSession, useUnreadCount } from './src/react.tsx';";
+const components = "export { ChatRoom, NotificationBell, NotificationInbox } from './src/react.tsx';";
 const rows = [
   await measure('core, with better-auth', core, REACT),
   await measure('core, without better-auth', core, [...REACT, ...BETTER_AUTH]),
-  await measure('React binding alone', react, REACT),
-  await measure('core + React binding, with better-auth', `${core}\n${react}`, REACT),
-  await measure('core + React binding, without better-auth', `${core}\n${react}`, [...REACT, ...BETTER_AUTH]),
+  await measure('React bindings alone (provider + hooks)', hooks, REACT),
+  await measure('components alone (with the hooks and constants they use)', components, REACT),
+  await measure('whole React entry (bindings + components)', react, REACT),
+  await measure('core + React entry, with better-auth', `${core}\n${react}`, REACT),
+  await measure('core + React entry, without better-auth', `${core}\n${react}`, [...REACT, ...BETTER_AUTH]),
+  await measureCss('styles.css (minified)', './src/styles.css'),
 ];
 console.log('| Entry | Minified | min + gzip |\n|---|---|---|');
 for (const r of rows)

@@ -2,12 +2,28 @@
 import type { BroadcastRequest, BroadcastResult, MetricsReport, PurgeMessagesResponse } from './contract.js';
 import type { Http } from './http.js';
 
+/** `client.admin`: Herald's own admin routes (an admin session). */
 export interface AdminApi {
-  /** POST /admin/notifications/send; `idempotencyKey` makes a retry return the first result without resending. */
+  /**
+   * POST /admin/notifications/send; `idempotencyKey` makes a retry return the first result without resending.
+   * @example
+   * const result = await client.admin.sendNotification(
+   *   { target: { scope: 'all' }, notification: { type: 'announcement', title: 'Hello', content: 'Welcome!' } },
+   *   { idempotencyKey: crypto.randomUUID() },
+   * );
+   */
   sendNotification(body: BroadcastRequest, opts?: { idempotencyKey?: string }): Promise<BroadcastResult>;
-  /** DELETE /admin/users/:id/messages; resolves with the number of chat messages deleted. */
+  /**
+   * DELETE /admin/users/:id/messages; resolves with the number of chat messages deleted.
+   * @example
+   * const deleted = await client.admin.purgeMessages(userId);
+   */
   purgeMessages(userId: string): Promise<number>;
-  /** GET /metrics (JSON). */
+  /**
+   * GET /metrics (JSON).
+   * @example
+   * const { cluster } = await client.admin.metrics();
+   */
   metrics(): Promise<MetricsReport>;
 }
 

@@ -2,18 +2,22 @@
 // presence and typing indicators, and makes `send` resolve once the server stored the message. Every send carries a
 // clientMessageId, so re-sending the unconfirmed ones after a reconnect never stores a message twice.
 import { Backoff, fullJitterDelay } from './backoff.js';
-import type {
-  ChatCloseCodes,
-  ChatHistoryResponse,
-  ChatMessage,
-  ChatServerEvent,
-  PresenceCounts,
+import {
+  ChatCloseCode,
+  type ChatHistoryResponse,
+  type ChatMessage,
+  type ChatServerEvent,
+  type PresenceCounts,
 } from './contract.js';
 import { type ClientEnvironment, interruptibleSleep } from './environment.js';
 import type { Http } from './http.js';
 import { Holds, Store } from './store.js';
 
-export type ChatStatus = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed' | 'banned';
+/**
+ * `refused`: the socket never opened and the service says it does not accept this page's origin (state.error has
+ * code ORIGIN_NOT_ALLOWED and a message naming CORS_ALLOWLISTED_ORIGINS); no further reconnects until connect().
+ */
+export type ChatStatus = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed' | 'banned' | 'refused';
 
 export interface ChatState {
   status: ChatStatus;
@@ -32,20 +36,71 @@ export interface ChatState {
   error: { code: string; message: string } | null;
 }
 
+/** `client.chat`: the chat socket (room `general`), its messages, presence and typing indicators. */
 export interface ChatClient {
+  /**
+   * Opens the socket (and keeps it open, reconnecting by the close codes) until disconnect().
+   * @example
+   * client.chat.connect();
+   */
   connect(): void;
+  /**
+   * Closes the socket; unconfirmed sends reject with CLOSED.
+   * @example
+   * client.chat.disconnect();
+   */
   disconnect(): void;
+  /**
+   * The current state: `status`, `messages` (oldest first), `presence`, `typing`, `role`, `error`.
+   * @example
+   * const { status, messages } = client.chat.getState();
+   */
   getState(): ChatState;
+  /**
+   * Called on every state change; returns the unsubscribe function.
+   * @example
+   * const off = client.chat.subscribe((s) => render(s.messages));
+   */
   subscribe(listener: (s: ChatState) => void): () => void;
+  /**
+   * Sends a message; resolves once the server stored it (rejects with HeraldChatError: THROTTLED, a server code…).
+   * Safe to retry: the same `clientMessageId` is never stored twice.
+   * @example
+   * const stored = await client.chat.send('Hello!');
+   */
   send(message: string, opts?: { clientMessageId?: string }): Promise<ChatMessage>;
+  /**
+   * Edits one's own message (admins: any).
+   * @example
+   * client.chat.edit(message.id, 'Hello again');
+   */
   edit(messageId: string, message: string): void;
+  /**
+   * Deletes one's own message (admins: any).
+   * @example
+   * client.chat.remove(message.id);
+   */
   remove(messageId: string): void;
+  /**
+   * Tells the room one is typing (members; throttled, and `false` goes out by itself after a pause).
+   * @example
+   * input.addEventListener('input', () => client.chat.setTyping(input.value !== ''));
+   */
   setTyping(isTyping: boolean): void;
+  /**
+   * Loads the page before the oldest loaded message; resolves with how many were added.
+   * @example
+   * if (client.chat.getState().hasMore) await client.chat.loadOlder(50);
+   */
   loadOlder(limit?: number): Promise<number>;
   /**
    * Keeps the socket open while held (reference counted, for components); the returned function releases.
    * `key` names who the holder is signed in as (a user id, null for a guest): after a ban (1008) the socket stays
    * closed for that key, and opens again for another one (another user signed in). connect() always reopens.
+   * @example
+   * const release = client.chat.retain(session?.user.id ?? null);
+   * // later
+   * release();
    */
   retain(key?: string | null): () => void;
   /**
@@ -85,7 +140,15 @@ export interface WebSocketLike {
 /** Opens a socket to `url`. Browsers: `(url) => new WebSocket(url)` (the default); Node: `ws` with headers. */
 export type WebSocketFactory = (url: string) => WebSocketLike;
 
-/** A send refused by the server (its `error` code, or THROTTLED, CLOSED, BANNED…). */
+/**
+ * A send refused by the server (its `error` code, or THROTTLED, CLOSED, BANNED, ORIGIN_NOT_ALLOWED…).
+ * @example
+ * try {
+ *   await client.chat.send(text);
+ * } catch (e) {
+ *   if (e instanceof HeraldChatError && e.code === 'THROTTLED') showSlowDown();
+ * }
+ */
 export class HeraldChatError extends Error {
   override readonly name = 'HeraldChatError';
   constructor(
@@ -95,15 +158,6 @@ export class HeraldChatError extends Error {
     super(message);
   }
 }
-
-// The server's close codes (docs/chat-protocol.md); checked against the server's constants at compile time.
-export const ChatCloseCode = {
-  GOING_AWAY: 1001,
-  POLICY: 1008,
-  TOO_BIG: 1009,
-  SESSION_ENDED: 4001,
-  ABUSE: 4029,
-} as const satisfies ChatCloseCodes;
 
 /** Limits mirrored from the protocol so obviously refused frames are not sent (the server re-checks). */
 const MAX_FRAME_BYTES = 16 * 1024;
@@ -136,6 +190,11 @@ export interface ChatDeps {
   /** Re-reads the session after a 4001 close; resolves true when a session exists. */
   checkSession: () => Promise<boolean>;
   uuid: () => string;
+  /**
+   * Asked after sockets failed to open (closed before `connected`) twice in a row: an error when the cause is known
+   * and reconnecting cannot help (the page's origin is refused), null to keep reconnecting.
+   */
+  diagnose?: () => Promise<{ code: string; message: string } | null>;
   options?: ChatOptions;
 }
 
@@ -167,6 +226,10 @@ const byTime = (a: ChatMessage, b: ChatMessage) =>
 /**
  * The list after a (re)connect's history: messages older than the history's first one are kept (pages loaded
  * with loadOlder), the history's window is taken as the server has it now (edits and deletes while away).
+ */
+/**
+ * @example
+ * const merged = mergeHistory(state.messages, event.messages);
  */
 export function mergeHistory(current: ChatMessage[], history: ChatMessage[]): ChatMessage[] {
   const sorted = [...history].sort(byTime);
@@ -201,6 +264,8 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   let lastTypingTrue = 0;
   let awaitingHistory = false;
   let sessionCloses = 0;
+  /** Sockets closed before `connected` since the last one that got it. */
+  let failedOpens = 0;
   let lastSessionClose = 0;
   let historyTimer: ReturnType<typeof setTimeout> | undefined;
   let ownTypingTimer: ReturnType<typeof setTimeout> | undefined;
@@ -289,6 +354,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
       case 'connected':
         backoff.reset();
         everOpened = true;
+        failedOpens = 0;
         set({
           status: 'open',
           connectionId: event.connectionId,
@@ -397,6 +463,7 @@ export function createChatClient(deps: ChatDeps): ChatClient {
     };
     ws.onclose = (ev) => {
       if (socket !== ws) return;
+      if (store.get().connectionId === null) failedOpens++;
       socket = null;
       outcomes = [];
       awaitingHistory = false;
@@ -417,6 +484,16 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   const onClose = async (code: number, reason: string, signal: AbortSignal) => {
     if (signal.aborted) return;
     set({ connectionId: null });
+    if (failedOpens >= 2 && failedOpens % 2 === 0 && deps.diagnose) {
+      const refusal = await deps.diagnose().catch(() => null);
+      if (signal.aborted) return;
+      if (refusal) {
+        set({ status: 'refused', error: refusal });
+        rejectAll(refusal.code, refusal.message);
+        stopRun();
+        return;
+      }
+    }
     switch (code) {
       case ChatCloseCode.POLICY:
         if (/slow consumer/i.test(reason)) break; // not a sanction: reconnect and reload the history
@@ -532,7 +609,9 @@ export function createChatClient(deps: ChatDeps): ChatClient {
   return {
     connect() {
       manual = true;
-      if (store.get().status === 'banned') set({ status: 'idle', error: null });
+      const status = store.get().status;
+      if (status === 'banned' || status === 'refused') set({ status: 'idle', error: null });
+      failedOpens = 0;
       reconcile();
     },
     disconnect() {

@@ -16,7 +16,13 @@ export interface CookieFetchOptions {
   fetch?: FetchLike;
 }
 
-/** One cookie jar for one service (cookies are not scoped by domain or path: use one jar per service). */
+/**
+ * One cookie jar for one service (cookies are not scoped by domain or path: use one jar per service).
+ * @example
+ * // Node: a client that keeps its session between calls.
+ * const jar = createCookieFetch();
+ * const client = createHeraldClient({ baseURL: 'http://localhost:3001', fetch: jar.fetch });
+ */
 export function createCookieFetch(options: CookieFetchOptions = {}): CookieFetch {
   const jar = new Map<string, string>();
   const inner: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));

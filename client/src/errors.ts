@@ -1,5 +1,14 @@
 // The SDK's error type: every failed call of Herald's own routes throws one, carrying the contract's error body.
 
+/**
+ * A failed call of Herald's own routes, with the contract's `{ code, message, details? }`.
+ * @example
+ * try {
+ *   await client.notifications.setRead(id, true);
+ * } catch (e) {
+ *   if (e instanceof HeraldApiError && e.status === 404) removeFromList(id);
+ * }
+ */
 export class HeraldApiError extends Error {
   override readonly name = 'HeraldApiError';
   constructor(
@@ -13,7 +22,11 @@ export class HeraldApiError extends Error {
   }
 }
 
-/** Builds the error for a non-2xx response, reading the `{ code, message, details? }` body when there is one. */
+/**
+ * Builds the error for a non-2xx response, reading the `{ code, message, details? }` body when there is one.
+ * @example
+ * if (!res.ok) throw await errorFromResponse(res);
+ */
 export async function errorFromResponse(res: Response): Promise<HeraldApiError> {
   let body: unknown = null;
   try {

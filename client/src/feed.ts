@@ -31,16 +31,53 @@ export interface FeedState {
 /** Every SSE event the feed applied, as the server sent it (`type` equals the event name). */
 export type FeedEvent = NotificationStreamEvent;
 
+/** The live feed (`client.notifications.feed`): the first page and the unread count, kept current over SSE. */
 export interface NotificationFeed {
+  /**
+   * Opens the stream (signed in): the first page and the count are loaded, then kept current.
+   * @example
+   * client.notifications.feed.start();
+   */
   start(): void;
+  /**
+   * Closes the stream, whatever holds it.
+   * @example
+   * client.notifications.feed.stop();
+   */
   stop(): void;
+  /**
+   * The current state: `items`, `unreadCount`, `status`, `error`.
+   * @example
+   * const { unreadCount, items } = client.notifications.feed.getState();
+   */
   getState(): FeedState;
+  /**
+   * Called on every state change; returns the unsubscribe function.
+   * @example
+   * const off = client.notifications.feed.subscribe((s) => console.log(s.unreadCount));
+   */
   subscribe(listener: (s: FeedState) => void): () => void;
+  /**
+   * Called with every stream event (`new_notification`, `unread_count_changed`, …); returns the unsubscribe function.
+   * @example
+   * client.notifications.feed.onEvent((e) => {
+   *   if (e.type === 'new_notification') console.log(e.notification.title);
+   * });
+   */
   onEvent(listener: (e: FeedEvent) => void): () => void;
+  /**
+   * Reloads the first page and the count now.
+   * @example
+   * await client.notifications.feed.refresh();
+   */
   refresh(): Promise<void>;
   /**
    * Keeps the feed running while held (reference counted, for components); the returned function releases.
    * `start()`/`stop()` are absolute: `stop()` ends the feed whatever holds it.
+   * @example
+   * const release = client.notifications.feed.retain();
+   * // later
+   * release();
    */
   retain(): () => void;
 }
@@ -99,7 +136,11 @@ export const initialFeedState: FeedState = {
   error: null,
 };
 
-/** Applies one state-changing event to the list and count; other events leave the state as it is. */
+/**
+ * Applies one state-changing event to the list and count; other events leave the state as it is.
+ * @example
+ * state = applyFeedEvent(state, event, 20);
+ */
 export function applyFeedEvent(state: FeedState, event: FeedEvent, pageSize: number): FeedState {
   switch (event.type) {
     case 'new_notification': {

@@ -11,6 +11,7 @@ import {
 } from './feed.js';
 import { createHttp, type FetchLike, normaliseBaseURL } from './http.js';
 import { createNotificationCalls, type NotificationsApi } from './notifications.js';
+import { checkOrigin, type OriginCheck, originRefusedMessage } from './origin.js';
 import { createPushApi } from './push.js';
 import { createRooms, type RoomsApi } from './rooms.js';
 
@@ -24,8 +25,8 @@ export type {
   WebSocketFactory,
   WebSocketLike,
 } from './chat.js';
-export { ChatCloseCode, HeraldChatError, mergeHistory } from './chat.js';
-export type * from './contract.js';
+export { HeraldChatError, mergeHistory } from './chat.js';
+export * from './contract.js';
 export { type CookieFetch, type CookieFetchOptions, createCookieFetch } from './cookies.js';
 export type { ClientEnvironment, EnvironmentEvent } from './environment.js';
 export { HeraldApiError } from './errors.js';
@@ -42,6 +43,7 @@ export type {
 export { applyFeedEvent } from './feed.js';
 export type { FetchLike } from './http.js';
 export type { NotificationsApi } from './notifications.js';
+export { type OriginCheck, originRefusedMessage } from './origin.js';
 export { base64UrlToBytes, type PushApi, type PushSubscribeOptions } from './push.js';
 export type { LiveRoom, LiveRoomState, RoomList, RoomListState, RoomsApi } from './rooms.js';
 export { HeraldRoomError, mergeRoomMessages } from './rooms.js';
@@ -69,12 +71,50 @@ export interface HeraldClientOptions {
 }
 
 export interface HeraldClient {
+  /**
+   * better-auth's client with the admin, magic-link and username plugins (CONTRACT §1).
+   * @example
+   * await client.auth.signUp.email({ email, password, name });
+   * await client.auth.signIn.email({ email, password });
+   * const { data } = await client.auth.getSession();
+   * await client.auth.signOut();
+   */
   auth: AuthClient;
+  /**
+   * Every notification call, and the live feed.
+   * @example
+   * const page = await client.notifications.list({ filter: 'unread' });
+   */
   notifications: NotificationsApi;
-  /** The chat socket (`general`, §6) and `chat.rooms`: rooms, direct messages and their live state (§6.1). */
+  /**
+   * The chat socket (`general`, §6) and `chat.rooms`: rooms, direct messages and their live state (§6.1).
+   * @example
+   * client.chat.connect();
+   * await client.chat.send('Hello!');
+   * const dm = await client.chat.rooms.direct(otherUserId);
+   */
   chat: ChatClient & { rooms: RoomsApi };
+  /**
+   * Herald's admin routes.
+   * @example
+   * await client.admin.purgeMessages(userId);
+   */
   admin: AdminApi;
-  /** Stops the feed and the chat socket. */
+  /**
+   * Whether the service accepts this page's origin (GET /client-config); null when it cannot tell. An untrusted
+   * origin can read but not sign in or chat: show `originRefusedMessage(check)`, which names the setting.
+   *
+   * @example
+   * const check = await client.checkOrigin();
+   * if (check && !check.trusted) showBanner(originRefusedMessage(check));
+   */
+  checkOrigin(): Promise<OriginCheck | null>;
+  /**
+   * Stops the feed and the chat socket.
+   *
+   * @example
+   * window.addEventListener('pagehide', () => client.close());
+   */
   close(): void;
 }
 
@@ -86,13 +126,26 @@ interface MaybeBrowserGlobals {
   WebSocket?: new (url: string) => import('./chat.js').WebSocketLike;
 }
 
-/** ws:// or wss:// for the chat endpoint of an http(s) base URL. */
+/**
+ * ws:// or wss:// for the chat endpoint of an http(s) base URL.
+ * @example
+ * chatSocketURL('https://herald.example.com'); // 'wss://herald.example.com/chat'
+ */
 export function chatSocketURL(httpBase: string): string {
   const u = new URL(`${httpBase}/chat`);
   u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
   return u.toString();
 }
 
+/**
+ * The Herald client: accounts (`auth`, better-auth's client), notifications and their live feed, chat, admin calls.
+ * @example
+ * import { createHeraldClient } from '@herald/client';
+ *
+ * const client = createHeraldClient({ baseURL: 'http://localhost:3001' });
+ * await client.auth.signIn.email({ email: 'ada@example.com', password: 'correct horse battery' });
+ * const unread = await client.notifications.unreadCount();
+ */
 export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
   const g = globalThis as unknown as MaybeBrowserGlobals;
   const baseURL = normaliseBaseURL(options.baseURL);
@@ -130,6 +183,9 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
     options: options.feed,
   });
 
+  const origin = () =>
+    checkOrigin(baseURL, fetchImpl, inPage && g.location?.origin ? { origin: g.location.origin } : null);
+
   const createSocket: WebSocketFactory =
     options.WebSocket ??
     ((url) => {
@@ -148,6 +204,12 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
       return Boolean(res.data?.session);
     },
     uuid: () => globalThis.crypto.randomUUID(),
+    diagnose: async () => {
+      const check = await origin();
+      return check && !check.trusted
+        ? { code: 'ORIGIN_NOT_ALLOWED', message: originRefusedMessage(check) }
+        : null;
+    },
     options: options.chat,
   });
 
@@ -158,6 +220,7 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
       rooms: createRooms({ http, chat, uuid: () => globalThis.crypto.randomUUID() }),
     }),
     admin: createAdminApi(http),
+    checkOrigin: origin,
     close() {
       feed.stop();
       chat.disconnect();

@@ -10,6 +10,12 @@ export interface SseMessage {
   data: string;
 }
 
+/**
+ * An incremental `text/event-stream` parser (what the feed reads the stream with).
+ * @example
+ * const parser = new SseParser();
+ * for (const message of parser.push(chunkText)) console.log(message.event, message.data);
+ */
 export class SseParser {
   private readonly decoder = new TextDecoder('utf-8');
   private buffer = '';

@@ -1,4 +1,5 @@
-// The SDK's JavaScript must not pull server code in: `@herald/server/contract` is for types only.
+// The SDK's JavaScript must not pull server code or a validation library in: the contract's types and constants
+// are generated into src/contract.ts (scripts/gen-contract.mjs), so no source imports the server at all.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -7,12 +8,12 @@ import { describe, expect, it } from 'vitest';
 const SRC = new URL('../src/', import.meta.url).pathname;
 
 describe('no server code at run time', () => {
-  it('every import of @herald/server in the sources is type-only', () => {
-    for (const file of readdirSync(SRC)) {
+  it('no source imports @herald/server or zod, not even for types', () => {
+    const files = readdirSync(SRC, { recursive: true, encoding: 'utf8' }).filter((f) => /\.tsx?$/.test(f));
+    expect(files).toContain('components/ChatRoom.tsx');
+    for (const file of files) {
       const text = readFileSync(join(SRC, file), 'utf8');
-      for (const m of text.matchAll(/^(import|export)\s+([^;]*?)\s+from\s+'@herald\/server[^']*'/gms)) {
-        expect(m[2]?.trim().startsWith('type'), `${file}: ${m[0].slice(0, 60)}`).toBe(true);
-      }
+      expect(text, file).not.toMatch(/from\s+'(@herald\/server|zod)[^']*'/);
     }
   });
 
@@ -32,7 +33,30 @@ describe('no server code at run time', () => {
     });
     const inputs = Object.keys(result.metafile.inputs);
     expect(inputs.some((p) => p.includes('src/feed.ts'))).toBe(true);
-    expect(inputs.filter((p) => /(^|\/)server\/|@herald\/server/.test(p))).toEqual([]);
+    expect(inputs.some((p) => p.includes('src/components/NotificationInbox.tsx'))).toBe(true);
+    expect(inputs.filter((p) => /(^|\/)server\/|@herald\/server|node_modules\/zod\//.test(p))).toEqual([]);
     expect(result.outputFiles[0]?.text).not.toContain('@herald/server');
+  });
+});
+
+describe('bundle size budget (min + gzip; React and better-auth external, as scripts/size.mjs measures)', () => {
+  it('core + React entry stay under 16 KB, so the SDK stays small next to better-auth (~13 KB of its own)', async () => {
+    const { gzipSync } = await import('node:zlib');
+    const result = await build({
+      stdin: {
+        contents: "export * from './src/index.ts';\nexport * from './src/react.tsx';",
+        loader: 'tsx',
+        resolveDir: new URL('..', import.meta.url).pathname,
+      },
+      bundle: true,
+      minify: true,
+      format: 'esm',
+      write: false,
+      external: ['react', 'react/jsx-runtime', 'react-dom', 'better-auth', 'better-auth/*'],
+      logLevel: 'silent',
+    });
+    const gzip = gzipSync(result.outputFiles[0]?.contents ?? new Uint8Array()).length;
+    expect(gzip).toBeGreaterThan(5_000);
+    expect(gzip).toBeLessThan(16_000);
   });
 });

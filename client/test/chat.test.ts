@@ -344,3 +344,64 @@ describe('chat socket', () => {
     expect(sockets).toHaveLength(1);
   });
 });
+
+describe('a refused origin', () => {
+  const start = (trusted: boolean) => {
+    const sockets: FakeSocket[] = [];
+    const openSocket = (url: string) => {
+      const s = new FakeSocket(url);
+      sockets.push(s);
+      return s;
+    };
+    let checks = 0;
+    const client = createHeraldClient({
+      baseURL: 'https://chat.example',
+      fetch: async (input) => {
+        const url = new URL(String(input));
+        if (url.pathname === '/client-config') {
+          checks++;
+          return Response.json({
+            socialProvider: null,
+            emailDelivery: 'log',
+            origin: { value: 'http://refused.example', trusted, setting: 'CORS_ALLOWLISTED_ORIGINS' },
+          });
+        }
+        return Response.json(null);
+      },
+      WebSocket: openSocket,
+      environment: new FakeEnvironment(),
+      random: () => 0,
+      chat: { baseDelayMs: 1, maxDelayMs: 2 },
+    });
+    clients.push(client);
+    return { client, sockets, checks: () => checks };
+  };
+
+  it('stops reconnecting once the service says the origin is not allowed, with a message naming the setting', async () => {
+    const { client, sockets, checks } = start(false);
+    client.chat.connect();
+    // The upgrade answered 403: the browser reports 1006 before any frame.
+    (await waitFor(() => sockets[0], 'first socket')).serverClose(1006);
+    (await waitFor(() => sockets[1], 'second socket')).serverClose(1006);
+    await waitFor(() => client.chat.getState().status === 'refused', 'refused');
+    expect(client.chat.getState().error?.code).toBe('ORIGIN_NOT_ALLOWED');
+    expect(client.chat.getState().error?.message).toContain('CORS_ALLOWLISTED_ORIGINS');
+    expect(client.chat.getState().error?.message).toContain('http://refused.example');
+    expect(checks()).toBe(1);
+    await tick(30);
+    expect(sockets).toHaveLength(2);
+    // connect() tries again (the operator may have fixed the setting).
+    client.chat.connect();
+    await waitFor(() => sockets[2], 'retry after connect()');
+  });
+
+  it('keeps reconnecting when the origin is trusted (another cause)', async () => {
+    const { client, sockets, checks } = start(true);
+    client.chat.connect();
+    (await waitFor(() => sockets[0], 'first socket')).serverClose(1006);
+    (await waitFor(() => sockets[1], 'second socket')).serverClose(1006);
+    await waitFor(() => sockets[2], 'third socket');
+    expect(checks()).toBe(1);
+    expect(client.chat.getState().status).not.toBe('refused');
+  });
+});

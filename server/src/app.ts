@@ -179,14 +179,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installOverloadGuard(app, overload, config.OVERLOAD_RETRY_AFTER_S);
   installCachePolicy(app);
   installNulGuard(app);
-  // The same origins better-auth trusts: the allowlist, the front end, and the API itself (bundled web app).
-  installRequestGuards(app, {
-    allowedOrigins: [
-      ...config.CORS_ALLOWLISTED_ORIGINS,
-      new URL(config.FE_BASE_URL).origin,
-      new URL(config.API_BASE_URL).origin,
-    ],
-  });
+  // The same origins better-auth trusts (config.trustedOrigins).
+  installRequestGuards(app, { allowedOrigins: config.trustedOrigins });
   const logger = app.log;
   const trusted = trustFunction(config.TRUST_PROXY);
   installConnectionLimits(app.server, {
@@ -378,8 +372,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   installSecurityHeaders(app);
   await app.register(cors, {
-    origin: (origin, cb) =>
-      cb(null, origin === undefined || config.CORS_ALLOWLISTED_ORIGINS.includes(origin)),
+    origin: (origin, cb) => cb(null, origin === undefined || config.corsOrigins.includes(origin)),
     credentials: true,
     methods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'],
     maxAge: 600,

@@ -550,6 +550,14 @@ export interface Config
   vapid: VapidConfig | null;
   /** OpenTelemetry tracing settings derived from OTEL_*; null when tracing is off. */
   tracing: TracingConfig | null;
+  /**
+   * The one list of origins a browser may act from (better-auth's trustedOrigins, the request guards, the chat
+   * socket's Origin check, CORS): CORS_ALLOWLISTED_ORIGINS, the front end and the service itself, and in development
+   * each loopback origin under its other loopback names too (trustedOriginsOf).
+   */
+  trustedOrigins: string[];
+  /** Origins CORS answers: CORS_ALLOWLISTED_ORIGINS, in development with their loopback aliases. */
+  corsOrigins: string[];
 }
 
 export interface VapidConfig {
@@ -777,6 +785,7 @@ export function loadConfig(
   // Served by this service, the web app's pages (which email links point at) are at the service's own URL.
   const fe = (feBaseUrl ?? (e.SERVE_WEB_APP ? apiBaseUrl : 'http://localhost:3000')).replace(/\/+$/, '');
   const { FRONTEND_URL: _alias, SMTP_PASS: _smtpAlias, ...rest } = e;
+  const corsOrigins = origins.length > 0 ? [...new Set(origins)] : [new URL(fe).origin];
   return {
     ...rest,
     SMTP_PASSWORD: smtpPassword,
@@ -787,7 +796,12 @@ export function loadConfig(
     API_BASE_URL: apiBaseUrl,
     FE_BASE_URL: fe,
     // An empty allowlist in development would make the bundled web app unusable; default to the front end.
-    CORS_ALLOWLISTED_ORIGINS: origins.length > 0 ? [...new Set(origins)] : [new URL(fe).origin],
+    CORS_ALLOWLISTED_ORIGINS: corsOrigins,
+    trustedOrigins: withLoopbackAliases(
+      [...corsOrigins, new URL(fe).origin, new URL(apiBaseUrl).origin],
+      !isProduction,
+    ),
+    corsOrigins: withLoopbackAliases(corsOrigins, !isProduction),
     INSTANCE_ID: sanitizeInstanceId(e.INSTANCE_ID ?? `api-${randomUUID()}`),
     // In production AUTH_SECRET is unset only for a CLI command that signs nothing: a throwaway secret then,
     // never a file written next to a production deployment.
@@ -822,6 +836,31 @@ function senderWithName(from: string | undefined, appName: string): string | nul
   const named = /^(.*)<([^<>\s]+@[^<>\s]+)>$/.exec(from.trim());
   if (named) return named[1]?.trim() ? from.trim() : `${quoted} <${named[2]}>`;
   return /^[^<>\s"]+@[^<>\s"]+$/.test(from.trim()) ? `${quoted} <${from.trim()}>` : null;
+}
+
+// ---- Trusted origins -----------------------------------------------------------------------------------------
+
+const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
+
+/**
+ * The origins, deduplicated; in development each loopback origin also under the other loopback names
+ * (`http://localhost:3001` ⇔ `http://127.0.0.1:3001` ⇔ `http://[::1]:3001`): the same service opened at another
+ * spelling of the same address is not another site, and refusing it gave "Invalid origin" on sign-in and a chat
+ * that reconnected forever. Production trusts exactly what is configured.
+ */
+export function withLoopbackAliases(origins: string[], development: boolean): string[] {
+  const out = new Set(origins);
+  if (development) {
+    for (const origin of origins) {
+      const url = new URL(origin);
+      if (!LOOPBACK_HOSTS.includes(url.hostname)) continue;
+      for (const host of LOOPBACK_HOSTS) {
+        url.hostname = host;
+        out.add(url.origin);
+      }
+    }
+  }
+  return [...out];
 }
 
 // ---- Misspelt variables ---------------------------------------------------------------------------------------
@@ -934,6 +973,8 @@ function describeUrl(url: string): string {
 }
 
 export interface StartupSummary {
+  /** The address to open in a browser (the bundled web app), or null when the service serves no app. */
+  open: string | null;
   database: string;
   store: string;
   mail: string;
@@ -957,6 +998,7 @@ export function startupSummary(config: Config): { summary: StartupSummary; line:
       ? 'disabled (SMTP_HOST not set)'
       : 'log (SMTP_HOST not set: emails are written to the log)';
   const summary: StartupSummary = {
+    open: config.SERVE_WEB_APP ? config.FE_BASE_URL : null,
     database,
     store,
     mail,
@@ -964,7 +1006,7 @@ export function startupSummary(config: Config): { summary: StartupSummary; line:
     apiReference: `${config.API_BASE_URL}/docs`,
   };
   const line =
-    `Herald ready: database ${summary.database}; store ${summary.store}; mail ${summary.mail}; ` +
+    `${summary.open ? `Herald ready: open ${summary.open} in a browser; ` : 'Herald ready: '}database ${summary.database}; store ${summary.store}; mail ${summary.mail}; ` +
     `CORS ${summary.corsOrigins.join(', ')}; API reference ${summary.apiReference}`;
   return { summary, line };
 }

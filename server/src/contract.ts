@@ -1,10 +1,13 @@
-// The wire types clients build on (exported as `@herald/server/contract`, consumed by `@herald/client`), derived from
-// the schemas that validate and document the routes so a client can never drift from the server. Types only:
-// nothing here exists at run time, so importing it pulls no server code into a browser bundle.
+// The wire types clients build on, derived from the schemas that validate and document the routes so a client can
+// never drift from the server. Types only: nothing here exists at run time. `@herald/client` does not import this
+// module: client/scripts/gen-contract.mjs expands every export into plain declarations (client/src/contract.ts, with
+// the values of `ContractValues` as constants), so the published SDK is self-contained; a client test keeps that
+// file equal to what this module generates.
 import type { z } from 'zod';
 import type { BroadcastBodySchema, BroadcastResultSchema } from './admin/broadcast.js';
 import type {
   ChatErrorCode,
+  ChatErrorCode as ChatErrorCodes,
   ChatMessageSchema,
   ClientMessage,
   CloseCode,
@@ -13,14 +16,16 @@ import type {
   ServerEvent,
 } from './chat/protocol.js';
 import type { MemberSchema, RoomSchema } from './chat/rooms-routes.js';
+import type { HttpErrorCode } from './http/errors.js';
 import type { ErrorSchema } from './http/schemas.js';
 import type { NotificationErrorCode } from './notifications/errors.js';
-import type { SseEventName } from './notifications/events.js';
+import type { SSE_EVENT_NAMES, SseEventName } from './notifications/events.js';
 import type {
   ActionSchema,
   CountsSchema,
   ListQuerySchema,
   MetadataSchema,
+  NOTIFICATION_TYPES,
   NotificationSchema,
   NotificationTypeSchema,
   PaginationSchema,
@@ -138,4 +143,22 @@ export interface ChatReadResponse {
 export interface ChatMemberRemovedResponse {
   roomId: string;
   userId: string;
+}
+
+// Runtime values (the generator emits each as an `export const` of the client, with a type of the same name where
+// one exists): apps use them instead of restating the lists.
+export type { HttpErrorCode };
+export interface ContractValues {
+  /** Every notification `type`, in the contract's order. */
+  NOTIFICATION_TYPES: typeof NOTIFICATION_TYPES;
+  /** The `event:` names of GET /notification/stream. */
+  NOTIFICATION_STREAM_EVENTS: typeof SSE_EVENT_NAMES;
+  /** WebSocket close codes of the chat endpoint. */
+  ChatCloseCode: typeof CloseCode;
+  /** Codes of the chat socket's `error` frames. */
+  ChatErrorCode: typeof ChatErrorCodes;
+  /** Codes of the notification routes' errors and of the stream's `error` event. */
+  NotificationErrorCode: typeof NotificationErrorCode;
+  /** The generic error codes of every route (CONTRACT §0). */
+  HttpErrorCode: typeof HttpErrorCode;
 }

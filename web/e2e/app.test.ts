@@ -26,6 +26,15 @@ import {
   waitForBell,
 } from './harness';
 
+type Box = { x: number; y: number; width: number; height: number } | null;
+const overlaps = (a: Box, b: Box) =>
+  a !== null &&
+  b !== null &&
+  a.x < b.x + b.width &&
+  b.x < a.x + a.width &&
+  a.y < b.y + b.height &&
+  b.y < a.y + a.height;
+
 describe('Herald web app in Chromium', () => {
   let cluster: TestCluster;
   let browser: Browser;
@@ -92,6 +101,16 @@ describe('Herald web app in Chromium', () => {
     await page.getByLabel('Password', { exact: true }).fill(password);
     await page.getByRole('button', { name: 'Sign up', exact: true }).click();
     await page.getByText('Check your email').waitFor();
+    // SMTP is configured here: the page says it sent the link (with no SMTP it says the link is in the log).
+    await page.getByText(/We sent a verification link to/).waitFor();
+    await page.getByRole('button', { name: 'Resend verification email' }).click();
+    await page.getByText(`A new link is on its way to ${email}.`).waitFor();
+    await cluster.smtp.waitFor(
+      (m) =>
+        m.to.includes(email) &&
+        m.subject.includes('Verify') &&
+        cluster.smtp.messages.filter((x) => x.to.includes(email)).length >= 2,
+    );
 
     const mail = await cluster.smtp.waitFor((m) => m.to.includes(email) && m.subject.includes('Verify'));
     const link = linkFrom(mail, 'verify-email');
@@ -108,7 +127,8 @@ describe('Herald web app in Chromium', () => {
     await page.waitForURL(/\/notifications$/);
     await waitForBell(page, 0);
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
-    await page.waitForURL(/\/sign-in\?next=/);
+    // Signing out on purpose leaves no ?next= behind (the next sign-in starts at the inbox).
+    await page.waitForURL(/\/sign-in$/);
     await context.close();
     expect(watch.errors, watch.failed.join('\n')).toEqual([]);
   });
@@ -128,7 +148,8 @@ describe('Herald web app in Chromium', () => {
     await page.waitForURL(/\/notifications$/);
     await waitForBell(page, 0);
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
-    await page.waitForURL(/\/sign-in\?next=/);
+    // Signing out on purpose leaves no ?next= behind (the next sign-in starts at the inbox).
+    await page.waitForURL(/\/sign-in$/);
 
     await page.getByRole('link', { name: 'Forgot your password?' }).click();
     await page.getByLabel('Email', { exact: true }).fill(user.email);
@@ -228,6 +249,23 @@ describe('Herald web app in Chromium', () => {
     await pa.getByText('Bob is typing…').waitFor();
     await pb.getByRole('button', { name: 'Send', exact: true }).click();
     await pa.getByText('Hi Alice').waitFor();
+
+    // A notification's toast never covers the composer or its Send button, on a phone or a desktop.
+    await adminSend(url(0), adminCookie, alice.email, 'Toast over the chat');
+    const toast = pa.locator('.toast').filter({ hasText: 'Toast over the chat' });
+    await toast.waitFor();
+    for (const size of [DESKTOP, PHONE]) {
+      await pa.setViewportSize(size);
+      const [t, input, send] = await Promise.all([
+        toast.boundingBox(),
+        pa.getByLabel('Message', { exact: true }).boundingBox(),
+        pa.getByRole('button', { name: 'Send', exact: true }).boundingBox(),
+      ]);
+      expect(t && input && send, `boxes at ${size.width} px`).toBeTruthy();
+      expect(overlaps(t, input), `toast over the input at ${size.width} px`).toBe(false);
+      expect(overlaps(t, send), `toast over Send at ${size.width} px`).toBe(false);
+    }
+    await pa.setViewportSize(DESKTOP);
     await pa.getByText(/2 members and \d+ guests? online/).waitFor();
 
     const own = pa.getByTestId('chat-message').filter({ hasText: 'Hello from instance zero' });
@@ -338,7 +376,17 @@ describe('Herald web app in Chromium', () => {
     await adminPage.getByRole('searchbox', { name: 'Search by email' }).fill(mallory.email);
     await adminPage.getByRole('button', { name: 'Search', exact: true }).click();
     await adminPage.getByRole('button', { name: `Ban ${mallory.email}` }).click();
+    // Asked twice: nothing happened yet.
+    await adminPage.getByRole('button', { name: `Confirm ban of ${mallory.email}` }).waitFor();
+    expect(await adminPage.getByRole('button', { name: `Unban ${mallory.email}` }).count()).toBe(0);
+    await adminPage.getByRole('button', { name: `Confirm ban of ${mallory.email}` }).click();
     await adminPage.getByRole('button', { name: `Unban ${mallory.email}` }).waitFor();
+    // The table fits a phone's width (rows become blocks), nothing is cut off.
+    await adminPage.setViewportSize(PHONE);
+    expect(await adminPage.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+      PHONE.width,
+    );
+    await adminPage.setViewportSize(DESKTOP);
     await shoot(adminPage, 'admin-users');
     await adminPage.goto(`${url(0)}/admin/metrics`);
     await adminPage.getByTestId('instance-count').filter({ hasText: '2' }).waitFor();

@@ -3,6 +3,7 @@
 import { type ReactNode, useEffect } from 'react';
 import { Header } from './components/Header';
 import { LiveFeed } from './components/LiveFeed';
+import { OriginBanner } from './components/OriginBanner';
 import { AdminPage } from './pages/Admin';
 import { AdminMetricsPage } from './pages/AdminMetrics';
 import { AdminUsersPage } from './pages/AdminUsers';
@@ -18,7 +19,7 @@ import { SignUpPage } from './pages/SignUp';
 import { UnsubscribePage } from './pages/Unsubscribe';
 import { VerifyEmailPage } from './pages/VerifyEmail';
 import { navigate, useLocation } from './router';
-import { useCurrentUser } from './session';
+import { takeSignedOut, useCurrentUser } from './session';
 
 type Access = 'public' | 'user' | 'admin';
 
@@ -52,8 +53,8 @@ export function App() {
     if (isPending) return;
     if (pathname === '/') navigate(user ? '/notifications' : '/sign-in', { replace: true });
     else if (page && page.access !== 'public' && !user) {
-      navigate(`/sign-in?next=${encodeURIComponent(here)}`, { replace: true });
-    }
+      navigate(takeSignedOut() ? '/sign-in' : `/sign-in?next=${encodeURIComponent(here)}`, { replace: true });
+    } else if (!user) takeSignedOut();
   }, [isPending, pathname, page, user, here]);
 
   let content: ReactNode;
@@ -75,6 +76,7 @@ export function App() {
         Skip to content
       </a>
       <Header />
+      <OriginBanner />
       {user ? <LiveFeed /> : null}
       <main id="main" className="main">
         {content}

@@ -4,6 +4,10 @@
 export function errorMessage(error: unknown, fallback = 'Something went wrong'): string {
   if (error && typeof error === 'object') {
     const e = error as { message?: unknown; statusText?: unknown; code?: unknown };
+    // better-auth's answer to a request from an origin the service does not trust.
+    if (e.code === 'INVALID_ORIGIN' || e.message === 'Invalid origin') {
+      return "The service does not accept requests from this page's address: add it to CORS_ALLOWLISTED_ORIGINS, or open the app at the address the service's start log prints.";
+    }
     if (typeof e.message === 'string' && e.message !== '') return e.message;
     if (typeof e.statusText === 'string' && e.statusText !== '') return e.statusText;
     if (typeof e.code === 'string') return e.code;

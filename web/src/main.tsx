@@ -3,6 +3,7 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './App';
 import { createClient } from './client';
+import '@herald/client/styles.css';
 import './styles.css';
 
 const root = document.getElementById('root');

@@ -35,3 +35,16 @@ export function useCurrentUser(): { user: CurrentUser | null; isPending: boolean
     : null;
   return { user, isPending: session.isPending, refetch };
 }
+
+// Set by the Sign out button: the redirect that follows goes to /sign-in without `?next=` (a page someone left on
+// purpose is not one to come back to after the next sign-in). Any other loss of the session keeps `?next=`.
+let signedOutOnPurpose = false;
+export function markSignedOut(): void {
+  signedOutOnPurpose = true;
+}
+/** True once after markSignedOut(). */
+export function takeSignedOut(): boolean {
+  const was = signedOutOnPurpose;
+  signedOutOnPurpose = false;
+  return was;
+}

@@ -343,7 +343,7 @@ export function createAuth({
     baseURL: config.API_BASE_URL,
     basePath: '/auth',
     secret: config.AUTH_SECRET,
-    trustedOrigins: [...new Set([...config.CORS_ALLOWLISTED_ORIGINS, new URL(config.FE_BASE_URL).origin])],
+    trustedOrigins: config.trustedOrigins,
     database: drizzleAdapter(db, { provider: 'pg', schema, camelCase: false }),
     user: {
       additionalFields: {

@@ -53,13 +53,8 @@ export interface ChatGatewayDeps {
 export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): void {
   const { config, sessions, realtime, lifecycle, logger } = app.ctx;
   const { hub, service, live, typing } = deps;
-  // Entries are already normalised origins (config.ts, http/proxy.ts normalizeOrigin). The front end's and the
-  // service's own origin (the bundled web app) as well, like the request guards and better-auth.
-  const origins = new Set([
-    ...config.CORS_ALLOWLISTED_ORIGINS,
-    new URL(config.FE_BASE_URL).origin,
-    new URL(config.API_BASE_URL).origin,
-  ]);
+  // Normalised origins (config.ts): the same list the request guards, CORS and better-auth use.
+  const origins = new Set(config.trustedOrigins);
   const trust = trustFunction(config.TRUST_PROXY);
   const wss = new WebSocketServer({
     noServer: true,

@@ -10,6 +10,25 @@ export interface ErrorBody {
   details?: Array<{ path: string; message: string }>;
 }
 
+/**
+ * The generic codes of CONTRACT §0 (features add their own, e.g. notifications/errors.ts). Listed once so clients
+ * get them as values (client/src/contract.ts is generated from contract.ts).
+ */
+export const HttpErrorCode = {
+  VALIDATION_ERROR: 'VALIDATION_ERROR',
+  INVALID_JSON: 'INVALID_JSON',
+  INVALID_REQUEST: 'INVALID_REQUEST',
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  FORBIDDEN: 'FORBIDDEN',
+  NOT_FOUND: 'NOT_FOUND',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  RATE_LIMITED: 'RATE_LIMITED',
+  UNAVAILABLE: 'UNAVAILABLE',
+  INTERNAL_ERROR: 'INTERNAL_ERROR',
+} as const;
+export type HttpErrorCode = (typeof HttpErrorCode)[keyof typeof HttpErrorCode];
+
 /** Throw from any handler to answer with the contract's error body. */
 export class AppError extends Error {
   constructor(

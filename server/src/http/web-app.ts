@@ -12,7 +12,7 @@ import { gzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { BUILT_IN_SOCIAL_PROVIDERS, type Config } from '../config.js';
+import { BUILT_IN_SOCIAL_PROVIDERS, type Config, normalizeOrigin } from '../config.js';
 
 /** web/dist of this repository, from server/src/http (tsx) or server/dist/http (build output) alike. */
 export const DEFAULT_WEB_APP_DIR = fileURLToPath(new URL('../../../web/dist', import.meta.url));
@@ -135,6 +135,7 @@ function contentSecurityPolicy(config: Config): string {
 /** What the app needs to know before anyone signs in; public, also when the app is deployed elsewhere. */
 export function registerClientConfig(app: FastifyInstance): void {
   const { config } = app.ctx;
+  const trusted = new Set(config.trustedOrigins);
   app.withTypeProvider<ZodTypeProvider>().get(
     '/client-config',
     {
@@ -152,16 +153,55 @@ export function registerClientConfig(app: FastifyInstance): void {
               })
               .nullable()
               .describe('The configured social/OIDC sign-in provider, or null when there is none'),
+            emailDelivery: z
+              .enum(['smtp', 'log', 'disabled'])
+              .describe(
+                'Where account emails go: sent over SMTP, written to the service log (development without SMTP_HOST), or nowhere',
+              ),
+            origin: z
+              .object({
+                value: z
+                  .string()
+                  .describe("The page's origin (its Origin header, or the address it was served at)"),
+                trusted: z
+                  .boolean()
+                  .describe(
+                    'Whether sign-in, requests with the session and chat are accepted from this origin',
+                  ),
+                setting: z
+                  .literal('CORS_ALLOWLISTED_ORIGINS')
+                  .describe('The setting that lists allowed origins'),
+              })
+              .describe(
+                "Whether the service accepts the page's origin: an untrusted one can read but not sign in",
+              ),
           }),
         },
       },
     },
-    async (_request, reply) => {
-      reply.header('cache-control', 'no-cache');
-      if (!config.SOCIAL_CLIENT_ID || !config.SOCIAL_CLIENT_SECRET) return { socialProvider: null };
+    async (request, reply) => {
+      // The answer depends on the page's origin: caches keep one per origin, and revalidate.
+      reply.header('cache-control', 'no-cache').header('vary', 'Origin');
+      // A browser sends Origin on cross-origin requests; a same-origin GET has none, and then the page's origin is
+      // the address the request came to (Host, or X-Forwarded-Host/Proto behind a trusted proxy).
+      const origin = normalizeOrigin(request.headers.origin ?? `${request.protocol}://${request.host}`) ?? '';
+      const base = {
+        emailDelivery: config.SMTP_HOST
+          ? ('smtp' as const)
+          : config.isProduction
+            ? ('disabled' as const)
+            : ('log' as const),
+        origin: {
+          value: origin,
+          trusted: trusted.has(origin),
+          setting: 'CORS_ALLOWLISTED_ORIGINS' as const,
+        },
+      };
+      if (!config.SOCIAL_CLIENT_ID || !config.SOCIAL_CLIENT_SECRET) return { ...base, socialProvider: null };
       // The same split as auth.ts: a well-known provider without an issuer is better-auth's built-in one.
       const builtIn = BUILT_IN_SOCIAL_PROVIDERS.has(config.SOCIAL_PROVIDER) && !config.SOCIAL_ISSUER;
       return {
+        ...base,
         socialProvider: {
           id: config.SOCIAL_PROVIDER,
           signInPath: builtIn ? ('/auth/sign-in/social' as const) : ('/auth/sign-in/oauth2' as const),

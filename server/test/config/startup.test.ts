@@ -190,6 +190,7 @@ describe('start-up summary', () => {
     });
     const { summary, line } = startupSummary(config);
     expect(summary).toEqual({
+      open: 'https://api.example.com',
       database: 'postgres db.internal:5432/herald',
       store: 'redis cache.internal:6379',
       mail: 'smtp smtp.example.com:587',
@@ -208,6 +209,48 @@ describe('start-up summary', () => {
     expect(dev.store).toMatch(/^embedded/);
     expect(dev.mail).toMatch(/^log/);
     expect(dev.apiReference).toBe('http://localhost:3001/docs');
+    // The start log says which address to open (the bundled web app).
+    expect(dev.open).toBe('http://localhost:3001');
+    expect(startupSummary(loadConfig(base)).line).toMatch(
+      /^Herald ready: open http:\/\/localhost:3001 in a browser; /,
+    );
+    expect(startupSummary(loadConfig({ ...base, SERVE_WEB_APP: 'false' })).summary.open).toBeNull();
+  });
+});
+
+describe('trusted origins', () => {
+  it('in development, the service is trusted under localhost, 127.0.0.1 and [::1] alike', () => {
+    const config = loadConfig(base);
+    for (const origin of ['http://localhost:3001', 'http://127.0.0.1:3001', 'http://[::1]:3001']) {
+      expect(config.trustedOrigins).toContain(origin);
+      expect(config.corsOrigins).toContain(origin);
+    }
+    // Aliases only of loopback origins, and only of the ports configured.
+    const custom = loadConfig({
+      ...base,
+      CORS_ALLOWLISTED_ORIGINS: 'http://localhost:5173,https://app.example.com',
+    });
+    expect(custom.corsOrigins).toEqual([
+      'http://localhost:5173',
+      'https://app.example.com',
+      'http://127.0.0.1:5173',
+      'http://[::1]:5173',
+    ]);
+    expect(custom.trustedOrigins).toContain('http://127.0.0.1:3001');
+    expect(custom.trustedOrigins).not.toContain('http://127.0.0.1:3000');
+  });
+
+  it('in production, exactly what is configured (no aliases)', () => {
+    const config = loadConfig({
+      ...base,
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://db.internal/herald',
+      CACHE_URL: 'redis://cache.internal:6379',
+      API_BASE_URL: 'http://localhost:3001',
+      FE_BASE_URL: 'http://localhost:3001',
+    });
+    expect(config.trustedOrigins).toEqual(['http://localhost:3001']);
+    expect(config.corsOrigins).toEqual(['http://localhost:3001']);
   });
 });
 

@@ -96,16 +96,34 @@ describe('web app serving', () => {
 
   it('reports which social provider the sign-in page may offer', async () => {
     const res = await app.inject({ method: 'GET', url: '/client-config' });
-    expect(res.json()).toEqual({ socialProvider: null });
+    expect(res.json()).toMatchObject({ socialProvider: null });
     const withSocial = await env.app({
       WEB_APP_DIR: dist,
       SOCIAL_PROVIDER: 'github',
       SOCIAL_CLIENT_ID: 'id',
       SOCIAL_CLIENT_SECRET: 'secret',
     });
-    expect((await withSocial.inject({ method: 'GET', url: '/client-config' })).json()).toEqual({
+    expect((await withSocial.inject({ method: 'GET', url: '/client-config' })).json()).toMatchObject({
       socialProvider: { id: 'github', signInPath: '/auth/sign-in/social' },
     });
+  });
+
+  it("reports where account emails go and whether the page's origin is trusted", async () => {
+    const config = app.ctx.config;
+    const own = new URL(config.API_BASE_URL);
+    const get = (headers: Record<string, string>) =>
+      app.inject({ method: 'GET', url: '/client-config', headers }).then((r) => r.json());
+    // A same-origin page sends no Origin: the address it was served at counts.
+    expect(await get({ host: own.host })).toMatchObject({
+      emailDelivery: config.SMTP_HOST ? 'smtp' : 'log',
+      origin: { value: own.origin, trusted: true, setting: 'CORS_ALLOWLISTED_ORIGINS' },
+    });
+    expect((await get({ origin: 'http://refused.example' })).origin).toEqual({
+      value: 'http://refused.example',
+      trusted: false,
+      setting: 'CORS_ALLOWLISTED_ORIGINS',
+    });
+    expect((await get({ origin: 'javascript:alert(1)' })).origin.trusted).toBe(false);
   });
 
   it('explains how to build when the build is missing, and the API keeps working', async () => {

@@ -57,7 +57,9 @@ describe('npm start', { timeout: 120_000 }, () => {
       if (gone || Date.now() > deadline) throw new Error(`server did not become healthy:\n${out}`);
       await new Promise((r) => setTimeout(r, 200));
     }
-    expect(out).toMatch(/Herald ready: database postgres 127\.0\.0\.1:5432\//);
+    expect(out).toMatch(
+      /Herald ready: open http:\/\/\S+ in a browser; database postgres 127\.0\.0\.1:5432\//,
+    );
     // To npm itself, as `docker stop` does to PID 1.
     child.kill('SIGTERM');
     const code = await exited;

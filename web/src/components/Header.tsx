@@ -1,34 +1,34 @@
 // Top bar: navigation, the notification bell (its accessible name carries the unread count) and the account.
-import { useHeraldClient, useUnreadCount } from '@herald/client/react';
+import { NotificationBell, NotificationInbox, useHeraldClient } from '@herald/client/react';
 import { useEffect, useState } from 'react';
 import { errorMessage } from '../format';
-import { Link, navigate, useLocation } from '../router';
-import { useCurrentUser } from '../session';
+import { followAction } from '../pages/Notifications';
+import { Link, useLocation } from '../router';
+import { markSignedOut, useCurrentUser } from '../session';
 
+/** The SDK's bell; its panel shows the latest notifications and leads to the inbox page. */
 export function Bell() {
-  const unread = useUnreadCount();
-  const count = unread ?? 0;
-  const label = `Notifications, ${count} unread`;
   return (
-    <button
-      type="button"
-      className="bell"
-      aria-label={label}
-      title={label}
-      onClick={() => navigate('/notifications')}
-    >
-      <svg aria-hidden="true" viewBox="0 0 24 24" width="22" height="22">
-        <path
-          fill="currentColor"
-          d="M12 2a6 6 0 0 0-6 6v4.6L4.3 15.3A1 1 0 0 0 5.1 17h13.8a1 1 0 0 0 .8-1.7L18 12.6V8a6 6 0 0 0-6-6zm-2.8 17a3 3 0 0 0 5.6 0z"
-        />
-      </svg>
-      {count > 0 ? (
-        <span className="badge" aria-hidden="true" data-testid="unread-badge">
-          {count > 99 ? '99+' : count}
-        </span>
-      ) : null}
-    </button>
+    <NotificationBell
+      panel={(close) => (
+        <>
+          <NotificationInbox
+            title="Notifications"
+            pageSize={5}
+            showFilters={false}
+            onActionClick={(action, _notification, event) => {
+              followAction(action, event);
+              if (event.defaultPrevented) close();
+            }}
+          />
+          <p className="panel-footer">
+            <Link to="/notifications" onClick={close}>
+              Open inbox
+            </Link>
+          </p>
+        </>
+      )}
+    />
   );
 }
 
@@ -66,7 +66,9 @@ export function Header() {
       return;
     }
     // No navigation here: until the session hook has caught up, the sign-in page would still see the user and
-    // send them back. Once it has, pages that need a user redirect to /sign-in (public ones stay, as a guest).
+    // send them back. Once it has, pages that need a user redirect to /sign-in (public ones stay, as a guest),
+    // without ?next= (markSignedOut).
+    markSignedOut();
     refetch();
   };
 

@@ -21,6 +21,7 @@ export function AdminUsersPage() {
   const { user: me } = useCurrentUser();
   const [users, setUsers] = useState<AdminUser[]>([]);
   const [total, setTotal] = useState(0);
+  const [confirmBan, setConfirmBan] = useState<string | null>(null);
   const [offset, setOffset] = useState(0);
   const [searchInput, setSearchInput] = useState('');
   const [search, setSearch] = useState('');
@@ -83,7 +84,7 @@ export function AdminUsersPage() {
       <Alert>{error}</Alert>
       {!loaded ? <p className="muted">Loading…</p> : null}
       <div className="table-wrap">
-        <table>
+        <table className="stack-table">
           <thead>
             <tr>
               <th scope="col">Name</th>
@@ -96,9 +97,9 @@ export function AdminUsersPage() {
           <tbody>
             {users.map((u) => (
               <tr key={u.id}>
-                <td>{u.name}</td>
-                <td>{u.email}</td>
-                <td>
+                <td data-label="Name">{u.name}</td>
+                <td data-label="Email">{u.email}</td>
+                <td data-label="Role">
                   <label className="sr-only" htmlFor={`role-${u.id}`}>
                     Role of {u.email}
                   </label>
@@ -116,8 +117,8 @@ export function AdminUsersPage() {
                     <option value="admin">admin</option>
                   </select>
                 </td>
-                <td>{u.banned ? 'Banned' : u.emailVerified ? 'Active' : 'Unverified'}</td>
-                <td>
+                <td data-label="Status">{u.banned ? 'Banned' : u.emailVerified ? 'Active' : 'Unverified'}</td>
+                <td data-label="Actions">
                   {u.id === me?.id ? (
                     <span className="muted">you</span>
                   ) : u.banned ? (
@@ -129,12 +130,34 @@ export function AdminUsersPage() {
                     >
                       Unban
                     </button>
+                  ) : confirmBan === u.id ? (
+                    // Banning ends the user's sessions, streams and sockets at once: asked twice.
+                    <span className="confirm">
+                      <button
+                        type="button"
+                        className="button small danger"
+                        aria-label={`Confirm ban of ${u.email}`}
+                        onClick={() => {
+                          setConfirmBan(null);
+                          void run(() => auth.admin.banUser({ userId: u.id }));
+                        }}
+                      >
+                        Yes, ban
+                      </button>
+                      <button
+                        type="button"
+                        className="button small secondary"
+                        onClick={() => setConfirmBan(null)}
+                      >
+                        Cancel
+                      </button>
+                    </span>
                   ) : (
                     <button
                       type="button"
                       className="button small danger"
                       aria-label={`Ban ${u.email}`}
-                      onClick={() => void run(() => auth.admin.banUser({ userId: u.id }))}
+                      onClick={() => setConfirmBan(u.id)}
                     >
                       Ban
                     </button>

@@ -3,30 +3,16 @@
 import { useHeraldClient } from '@herald/client/react';
 import { type FormEvent, useEffect, useState } from 'react';
 import { apiBaseUrl } from '../client';
+import { useClientConfig } from '../client-config';
 import { Alert, Field } from '../components/Form';
+import { ResendVerification } from '../components/ResendVerification';
 import { errorCode, errorMessage } from '../format';
 import { Link, navigate, useLocation } from '../router';
 import { useCurrentUser } from '../session';
 
-interface ClientConfig {
-  socialProvider: { id: string; signInPath: '/auth/sign-in/social' | '/auth/sign-in/oauth2' } | null;
-}
-
 /** Only same-site paths are followed after sign-in (no open redirect through ?next=). */
 export function safeNext(next: string | null): string {
   return next?.startsWith('/') && !next.startsWith('//') ? next : '/notifications';
-}
-
-function useClientConfig(): ClientConfig | null {
-  const [config, setConfig] = useState<ClientConfig | null>(null);
-  useEffect(() => {
-    const controller = new AbortController();
-    fetch(`${apiBaseUrl()}/client-config`, { signal: controller.signal, credentials: 'include' })
-      .then((res) => (res.ok ? (res.json() as Promise<ClientConfig>) : { socialProvider: null }))
-      .then(setConfig, () => {});
-    return () => controller.abort();
-  }, []);
-  return config;
 }
 
 const label = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
@@ -43,6 +29,7 @@ export function SignInPage() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  const [unverified, setUnverified] = useState<string | null>(null);
 
   useEffect(() => {
     if (!isPending && user) navigate(next, { replace: true });
@@ -59,13 +46,18 @@ export function SignInPage() {
         : await client.auth.signIn.username({ username: identifier.trim(), password });
     setBusy(false);
     if (result.error) {
+      const notVerified = errorCode(result.error) === 'EMAIL_NOT_VERIFIED';
+      setUnverified(notVerified && mode === 'email' ? identifier.trim() : null);
       setError(
-        errorCode(result.error) === 'EMAIL_NOT_VERIFIED'
-          ? 'Verify your email first: follow the link we sent you.'
+        notVerified
+          ? config?.emailDelivery === 'log'
+            ? "Verify your email first: the link was written to the service's log (no SMTP server is configured)."
+            : 'Verify your email first: follow the link we sent you.'
           : errorMessage(result.error, 'Could not sign in'),
       );
       return;
     }
+    setUnverified(null);
     refetch();
     navigate(next, { replace: true });
   };
@@ -139,6 +131,7 @@ export function SignInPage() {
           onChange={(e) => setPassword(e.target.value)}
         />
         <Alert>{error}</Alert>
+        {unverified ? <ResendVerification email={unverified} /> : null}
         <Alert tone="success">{notice}</Alert>
         <div className="actions">
           <button type="submit" className="button" disabled={busy || isPending}>

@@ -1,7 +1,9 @@
 // Sign up: the account is created unverified; the email's link leads to /verify-email.
 import { useHeraldClient } from '@herald/client/react';
 import { type FormEvent, useState } from 'react';
+import { useClientConfig } from '../client-config';
 import { Alert, Field } from '../components/Form';
+import { ResendVerification } from '../components/ResendVerification';
 import { errorMessage } from '../format';
 import { browserLocale, LOCALES, type Locale, texts } from '../i18n';
 import { Link } from '../router';
@@ -17,6 +19,7 @@ export function SignUpPage() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [sentTo, setSentTo] = useState<string | null>(null);
+  const config = useClientConfig();
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -39,9 +42,18 @@ export function SignUpPage() {
     return (
       <section className="card narrow">
         <h1>Check your email</h1>
-        <p role="status">
-          We sent a verification link to <strong>{sentTo}</strong>. Follow it, then sign in.
-        </p>
+        {config?.emailDelivery === 'log' ? (
+          // Development without SMTP: nothing was sent; the link is in the service's output.
+          <p role="status">
+            No email server is configured, so the verification link for <strong>{sentTo}</strong> was written
+            to the service's log. Open it from there, then sign in.
+          </p>
+        ) : (
+          <p role="status">
+            We sent a verification link to <strong>{sentTo}</strong>. Follow it, then sign in.
+          </p>
+        )}
+        <ResendVerification email={sentTo} />
         <p>
           <Link to="/sign-in">Go to sign in</Link>
         </p>
