@@ -6,7 +6,6 @@
 // make one; without web/dist the service starts without the app (the API works; `/` explains how to build).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -48,15 +47,11 @@ if (!force && hasBuild) {
 
 // Both are devDependencies: absent from a production install, where the build must not be attempted (it would
 // fail with a stack trace about the missing plugin).
-const resolveFromWeb = createRequire(path.join(web, 'package.json'));
-const missing = ['vite', '@vitejs/plugin-react'].filter((name) => {
-  try {
-    resolveFromWeb.resolve(`${name}/package.json`);
-    return false;
-  } catch {
-    return true;
-  }
-});
+// Looked up as installed folders (the workspace's, then the root's): `require.resolve` cannot be used, since
+// @vitejs/plugin-react exports neither a CommonJS entry nor its package.json.
+const missing = ['vite', '@vitejs/plugin-react'].filter(
+  (name) => ![web, root].some((dir) => existsSync(path.join(dir, 'node_modules', name, 'package.json'))),
+);
 if (missing.length > 0) {
   if (strict) {
     console.error(
