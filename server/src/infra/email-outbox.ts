@@ -187,7 +187,10 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
         ),
       ),
     );
-    await settleSent(sent);
+    // The round's sent rows settle in one statement, under a span of their own (its query is the child).
+    if (sent.length > 0) {
+      await withSpan('email-outbox.settle', { 'herald.email.sent': sent.length }, () => settleSent(sent));
+    }
     return rows.length;
   };
 

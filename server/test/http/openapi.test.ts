@@ -133,7 +133,11 @@ describe('OpenAPI document', () => {
         if (op.security?.some((s) => 'apiKey' in s)) keyed.push(`${method.toUpperCase()} ${path}`);
       }
     }
-    expect(keyed.sort()).toEqual(['GET /metrics', 'POST /admin/notifications/send']);
+    expect(keyed.sort()).toEqual([
+      'GET /admin/notifications/sends/{id}',
+      'GET /metrics',
+      'POST /admin/notifications/send',
+    ]);
   });
 
   it('declares the SSE stream as text/event-stream and both media types of /metrics', () => {

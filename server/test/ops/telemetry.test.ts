@@ -166,7 +166,7 @@ describe('OpenTelemetry tracing', () => {
     expect(resource).toContain('deployment.environment');
   });
 
-  it('queue workers make spans: one email-outbox.send span per email, its queries as children', async () => {
+  it('queue workers make spans: one email-outbox.send span per email, the round’s settle query under its own span', async () => {
     const res = await fetch(`http://127.0.0.1:${port}/auth/sign-up/email`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: `http://localhost:${port}` },
@@ -181,15 +181,19 @@ describe('OpenTelemetry tracing', () => {
       receiver.spans.find((s) => s.name === 'email-outbox.send'),
     );
     expect(send.kind).toBe(5); // CONSUMER
-    const children = await until('its queries', () => {
+    // Sent rows are settled per round in one statement (email-outbox.settle), not one query per email.
+    const settle = await until('an email-outbox.settle span', () =>
+      receiver.spans.find((s) => s.name === 'email-outbox.settle'),
+    );
+    const children = await until('its query', () => {
       const found = receiver.spans.filter(
         (s) =>
-          s.parentSpanId === send.spanId &&
+          s.parentSpanId === settle.spanId &&
           (attr(s, 'db.system') === 'postgresql' || attr(s, 'db.system.name') === 'postgresql'),
       );
       return found.length > 0 ? found : undefined;
     });
-    expect(children.every((c) => c.traceId === send.traceId)).toBe(true);
+    expect(children.every((c) => c.traceId === settle.traceId)).toBe(true);
   });
 
   it('a request without traceparent starts its own trace; idle background polls export nothing', async () => {
