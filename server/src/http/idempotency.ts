@@ -156,8 +156,9 @@ export async function withIdempotency<T extends Record<string, unknown>>(
   } catch (err) {
     clearInterval(heartbeat);
     offCutShort?.();
-    // Nothing (or only part) was done: release the key so the client's retry runs again (and resumes).
-    await release();
+    // Nothing (or only part) was done: release the key so the client's retry runs again (and resumes). A run cut
+    // short by shutdown was released by the drain already, and the pools may be closed by now: nothing to do.
+    if (!claim.cutShort?.signal.aborted) await release();
     throw err;
   }
   clearInterval(heartbeat);
