@@ -40,7 +40,7 @@ describe('no server code at run time', () => {
 });
 
 describe('bundle size budget (min + gzip; React and better-auth external, as scripts/size.mjs measures)', () => {
-  it('core + React entry stay under 16 KB, so the SDK stays small next to better-auth (~13 KB of its own)', async () => {
+  it('core + React entry (rooms, push and the components included) stay under 20 KB, small next to better-auth', async () => {
     const { gzipSync } = await import('node:zlib');
     const result = await build({
       stdin: {
@@ -57,6 +57,7 @@ describe('bundle size budget (min + gzip; React and better-auth external, as scr
     });
     const gzip = gzipSync(result.outputFiles[0]?.contents ?? new Uint8Array()).length;
     expect(gzip).toBeGreaterThan(5_000);
-    expect(gzip).toBeLessThan(16_000);
+    // 17.1 kB after the rooms, Web Push and the drop-in components joined (issue 23/24/25).
+    expect(gzip).toBeLessThan(20_000);
   });
 });
