@@ -17,7 +17,9 @@ export interface CutShort {
   /**
    * Runs `release` at that moment, before the still-running requests are answered 503 (so a client retrying
    * on another instance right after the 503 finds it released). Returns the disposer: call it when the work
-   * ends on its own.
+   * has ended (finished, failed or unwound after the abort). The drain waits, within its budget, for every
+   * registered work to call it before the shutdown goes on to close the pools: work still unwinding after the
+   * abort (a query already sent, a cache bump) must not find the pools closed under it.
    */
   onCutShort(release: () => Promise<void> | void): () => void;
 }
@@ -47,6 +49,9 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
   // the drain waits for them too rather than closing them under that request.
   const fresh = new Set<Socket>();
   const releases = new Set<() => Promise<void> | void>();
+  // Registered work that has not called its disposer yet; a cut-short run stays here until it has unwound.
+  const working = new Set<() => Promise<void> | void>();
+  let unwound: (() => void) | undefined;
   const controller = new AbortController();
   let idle: (() => void) | undefined;
 
@@ -84,8 +89,11 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
     signal: controller.signal,
     onCutShort(release) {
       releases.add(release);
+      working.add(release);
       return () => {
         releases.delete(release);
+        working.delete(release);
+        if (working.size === 0) unwound?.();
       };
     },
     inFlight: () => pending().length,
@@ -142,6 +150,18 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
         return done;
       });
       await withTimeout(Promise.all(flushed), CUT_SHORT_BUDGET_MS).catch(() => {});
+      // The aborted work checks its signal between steps: let the step under way end before the pools close.
+      if (working.size > 0) {
+        await withTimeout(
+          new Promise<void>((resolve) => {
+            unwound = resolve;
+          }),
+          CUT_SHORT_BUDGET_MS,
+        ).catch(() =>
+          options.logger.warn({ running: working.size }, 'shutdown: cut-short work still unwinding; closing the pools'),
+        );
+        unwound = undefined;
+      }
       return { finished: before - left.length, cutShort: left.length };
     },
   };

@@ -162,12 +162,16 @@ export async function withIdempotency<T extends Record<string, unknown>>(
     throw err;
   }
   clearInterval(heartbeat);
-  offCutShort?.();
-  // Only while still the owner: a run that finished after its claim was released or taken over leaves the
-  // result to the run that holds the claim now (both converge on the same per-user rows).
-  await db.execute(
-    sql`update idempotency_key set response = ${JSON.stringify(result)}::jsonb, heartbeat_at = now()
-        where ${mine}`,
-  );
+  try {
+    // Only while still the owner: a run that finished after its claim was released or taken over leaves the
+    // result to the run that holds the claim now (both converge on the same per-user rows).
+    await db.execute(
+      sql`update idempotency_key set response = ${JSON.stringify(result)}::jsonb, heartbeat_at = now()
+          where ${mine}`,
+    );
+  } finally {
+    // After the last query: the drain keeps the pools open until this is called.
+    offCutShort?.();
+  }
   return result;
 }
