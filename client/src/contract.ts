@@ -46,18 +46,28 @@ export const ChatErrorCode = {
   TOO_MANY_SUBSCRIPTIONS: 'TOO_MANY_SUBSCRIPTIONS',
 } as const;
 
-/** Codes of the notification routes' errors and of the stream's `error` event. */
+/** The notification feature's own codes (the generic ones are HttpErrorCode). */
 export const NotificationErrorCode = {
-  NOT_FOUND: 'NOT_FOUND',
   ACTION_URL_NOT_ALLOWED: 'ACTION_URL_NOT_ALLOWED',
-  UNAVAILABLE: 'UNAVAILABLE',
   TOO_MANY_STREAMS: 'TOO_MANY_STREAMS',
-  RATE_LIMITED: 'RATE_LIMITED',
   RESYNC_REQUIRED: 'RESYNC_REQUIRED',
   SESSION_REVOKED: 'SESSION_REVOKED',
   SESSION_EXPIRED: 'SESSION_EXPIRED',
   SHUTTING_DOWN: 'SHUTTING_DOWN',
+} as const;
+
+/** Every code the notification stream's `error` event carries (own and generic). */
+export const NotificationStreamErrorCode = {
+  NOT_FOUND: 'NOT_FOUND',
+  RATE_LIMITED: 'RATE_LIMITED',
+  UNAVAILABLE: 'UNAVAILABLE',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
+  ACTION_URL_NOT_ALLOWED: 'ACTION_URL_NOT_ALLOWED',
+  TOO_MANY_STREAMS: 'TOO_MANY_STREAMS',
+  RESYNC_REQUIRED: 'RESYNC_REQUIRED',
+  SESSION_REVOKED: 'SESSION_REVOKED',
+  SESSION_EXPIRED: 'SESSION_EXPIRED',
+  SHUTTING_DOWN: 'SHUTTING_DOWN',
 } as const;
 
 /** The generic error codes of every route (CONTRACT §0). */
@@ -71,8 +81,8 @@ export const HttpErrorCode = {
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   RATE_LIMITED: 'RATE_LIMITED',
-  UNAVAILABLE: 'UNAVAILABLE',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
+  UNAVAILABLE: 'UNAVAILABLE',
 } as const;
 
 /** Error body of every non-2xx answer of Herald's own routes. */
@@ -209,7 +219,7 @@ export type PushSubscriptionInput = {
 
 export type NotificationStreamEventName = "error" | "connected" | "new_notification" | "notification_updated" | "notification_deleted" | "notifications_cleared" | "unread_count_changed" | "keep_alive";
 
-export type NotificationStreamErrorCode = "NOT_FOUND" | "ACTION_URL_NOT_ALLOWED" | "UNAVAILABLE" | "TOO_MANY_STREAMS" | "RATE_LIMITED" | "RESYNC_REQUIRED" | "SESSION_REVOKED" | "SESSION_EXPIRED" | "SHUTTING_DOWN" | "INTERNAL_ERROR";
+export type NotificationStreamErrorCode = "ACTION_URL_NOT_ALLOWED" | "TOO_MANY_STREAMS" | "RESYNC_REQUIRED" | "SESSION_REVOKED" | "SESSION_EXPIRED" | "SHUTTING_DOWN" | "NOT_FOUND" | "RATE_LIMITED" | "INTERNAL_ERROR" | "UNAVAILABLE";
 
 /** `data` of each SSE event; `type` equals the event name. */
 export type NotificationStreamEvent = {
@@ -486,7 +496,7 @@ export type ChatClientFrame = {
   seq: number;
 };
 
-export type ChatErrorCode = "NOT_FOUND" | "UNAVAILABLE" | "SESSION_EXPIRED" | "INTERNAL_ERROR" | "INVALID_JSON" | "BINARY_NOT_SUPPORTED" | "UNKNOWN_TYPE" | "VALIDATION_ERROR" | "UNAUTHORIZED" | "EMAIL_NOT_VERIFIED" | "FORBIDDEN" | "MESSAGE_NOT_FOUND" | "MESSAGE_EMPTY" | "MESSAGE_TOO_LONG" | "MESSAGE_MULTILINE" | "TOO_MANY_REQUESTS" | "TOO_MANY_SUBSCRIPTIONS";
+export type ChatErrorCode = "SESSION_EXPIRED" | "VALIDATION_ERROR" | "INVALID_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "INTERNAL_ERROR" | "UNAVAILABLE" | "BINARY_NOT_SUPPORTED" | "UNKNOWN_TYPE" | "EMAIL_NOT_VERIFIED" | "MESSAGE_NOT_FOUND" | "MESSAGE_EMPTY" | "MESSAGE_TOO_LONG" | "MESSAGE_MULTILINE" | "TOO_MANY_REQUESTS" | "TOO_MANY_SUBSCRIPTIONS";
 
 /** The close codes' values, for clients that must use the same numbers without importing server code. */
 export type ChatCloseCodes = {
@@ -575,8 +585,5 @@ export interface ChatMemberRemovedResponse {
   userId: string;
 }
 
-/**
- * The generic codes of CONTRACT §0 (features add their own, e.g. notifications/errors.ts). Listed once so clients
- * get them as values (client/src/contract.ts is generated from contract.ts).
- */
-export type HttpErrorCode = "NOT_FOUND" | "UNAVAILABLE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "INVALID_JSON" | "VALIDATION_ERROR" | "UNAUTHORIZED" | "FORBIDDEN" | "INVALID_REQUEST" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE";
+/** The generic codes as values (`HttpErrorCode.NOT_FOUND === 'NOT_FOUND'`). */
+export type HttpErrorCode = "VALIDATION_ERROR" | "INVALID_JSON" | "INVALID_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "UNAVAILABLE";

@@ -58,9 +58,3 @@ export interface AppContext {
   /** Per-client limits (http/client-limits.ts), ahead of the overload guard. */
   clientLimits: ClientLimits;
 }
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    ctx: AppContext;
-  }
-}

@@ -18,7 +18,7 @@ import type {
 import type { MemberSchema, RoomSchema } from './chat/rooms-routes.js';
 import type { HttpErrorCode } from './http/errors.js';
 import type { ErrorSchema } from './http/schemas.js';
-import type { NotificationErrorCode } from './notifications/errors.js';
+import type { NotificationErrorCode, StreamErrorCode } from './notifications/errors.js';
 import type { SSE_EVENT_NAMES, SseEventName } from './notifications/events.js';
 import type {
   ActionSchema,
@@ -72,7 +72,7 @@ export type PushSubscriptionInput = z.input<typeof SubscribeBodySchema>;
 
 // Notification stream (SSE, docs/api.md)
 export type NotificationStreamEventName = SseEventName;
-export type NotificationStreamErrorCode = NotificationErrorCode;
+export type NotificationStreamErrorCode = StreamErrorCode;
 /** `data` of each SSE event; `type` equals the event name. */
 export type NotificationStreamEvent =
   | {
@@ -93,7 +93,7 @@ export type NotificationStreamEvent =
   | { type: 'notifications_cleared'; deletedCount: number }
   | { type: 'unread_count_changed'; unreadCount: number }
   | { type: 'keep_alive'; timestamp: number }
-  | { type: 'error'; code: NotificationErrorCode; message: string };
+  | { type: 'error'; code: StreamErrorCode; message: string };
 
 // Admin (docs/api.md)
 /** Body of POST /admin/notifications/send. */
@@ -157,8 +157,10 @@ export interface ContractValues {
   ChatCloseCode: typeof CloseCode;
   /** Codes of the chat socket's `error` frames. */
   ChatErrorCode: typeof ChatErrorCodes;
-  /** Codes of the notification routes' errors and of the stream's `error` event. */
+  /** The notification feature's own codes (the generic ones are HttpErrorCode). */
   NotificationErrorCode: typeof NotificationErrorCode;
+  /** Every code the notification stream's `error` event carries (own and generic). */
+  NotificationStreamErrorCode: typeof StreamErrorCode;
   /** The generic error codes of every route (CONTRACT §0). */
   HttpErrorCode: typeof HttpErrorCode;
 }

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { type AccountRow, accountBatches, findAccounts } from '../auth/accounts.js';
+import { HttpErrorCode } from '../http/errors.js';
 import { noNul } from '../http/schemas.js';
 import type { Db } from '../infra/db.js';
 import {
@@ -14,7 +15,6 @@ import {
   TitleSchema,
 } from '../notifications/schemas.js';
 import type { NotificationService } from '../notifications/service.js';
-import { AdminErrorCode } from './errors.js';
 
 const Identifier = z.string().trim().min(1).max(320).refine(noNul, 'must not contain NUL characters');
 
@@ -107,7 +107,7 @@ export async function broadcast(
     createdCount += r.createdCount + r.existingCount;
     for (const id of r.missingUserIds) {
       // Deleted between resolution and insert.
-      failures.push({ identifier: idToIdentifier?.get(id) ?? id, reason: AdminErrorCode.NOT_FOUND });
+      failures.push({ identifier: idToIdentifier?.get(id) ?? id, reason: HttpErrorCode.NOT_FOUND });
     }
   };
 
@@ -136,7 +136,7 @@ export async function broadcast(
   for (const identifier of identifiers) {
     const row = byId.get(identifier) ?? byEmail.get(identifier.toLowerCase());
     if (!row) {
-      failures.push({ identifier, reason: AdminErrorCode.NOT_FOUND });
+      failures.push({ identifier, reason: HttpErrorCode.NOT_FOUND });
       continue;
     }
     matched.set(row.id, row);

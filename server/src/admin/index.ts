@@ -4,12 +4,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { authenticateApiKey } from '../api-keys/index.js';
+import { type ApiKeyService, authenticateApiKey } from '../api-keys/index.js';
 import { countAccounts } from '../auth/accounts.js';
-import { authOf, requireAdmin } from '../auth/guard.js';
-import { AppError } from '../http/errors.js';
+import { authOf, requireAdmin, type SessionResolver } from '../auth/guard.js';
+import type { Config } from '../config.js';
+import type { CutShort } from '../http/drain.js';
+import { notFound } from '../http/errors.js';
 import { withIdempotency } from '../http/idempotency.js';
 import { ErrorSchema } from '../http/schemas.js';
+import type { Database } from '../infra/db.js';
+import type { Logger } from '../infra/logger.js';
+import type { ShutdownHooks } from '../infra/shutdown.js';
+import type { NotificationService } from '../notifications/index.js';
 import {
   type BroadcastBody,
   BroadcastBodySchema,
@@ -59,8 +65,20 @@ async function audienceExceeds(
   return (await countAccounts(db)) > threshold;
 }
 
-export function registerAdmin(app: FastifyInstance): void {
-  const { database, config, sessions, drain } = app.ctx;
+export interface AdminDeps {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  sessions: SessionResolver;
+  lifecycle: ShutdownHooks;
+  /** The shutdown drain as request work sees it (a send cut short releases its idempotency claim). */
+  drain: CutShort;
+  notifications: NotificationService;
+  apiKeys: ApiKeyService;
+}
+
+export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
+  const { database, config, sessions, drain, notifications } = deps;
   const adminSession = requireAdmin(sessions);
   // A claim lives as long as its instance: refreshed at the registry's heartbeat pace and presumed abandoned
   // after the same silence that declares an instance dead (docs/api.md#operations), not after a flat timer. At least three
@@ -75,8 +93,8 @@ export function registerAdmin(app: FastifyInstance): void {
   };
   const sends = createSendQueue({
     db: database.db,
-    logger: app.log.child({ feature: 'admin', component: 'broadcast-queue' }),
-    service: app.notifications,
+    logger: deps.logger.child({ feature: 'admin', component: 'broadcast-queue' }),
+    service: notifications,
     batchSize: config.BROADCAST_BATCH_SIZE,
     instanceId: config.INSTANCE_ID,
     pollMs: config.BROADCAST_QUEUE_POLL_MS,
@@ -86,13 +104,13 @@ export function registerAdmin(app: FastifyInstance): void {
   app.addHook('onReady', async () => sends.start());
   // Stopped with the other queue workers while the pools are still open: a send under way stops after its
   // current batch and is handed back for another instance.
-  app.ctx.lifecycle.onShutdown('close-connections', 'broadcast-queue', () => sends.stop());
+  deps.lifecycle.onShutdown('close-connections', 'broadcast-queue', () => sends.stop());
 
   // An Authorization header means an API key (sessions come as cookies): checked for its scope, never falling
   // back to the cookie. Otherwise an admin session.
   const senderOnly = async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.headers.authorization !== undefined) {
-      return authenticateApiKey(app, request, 'notifications:send');
+      return authenticateApiKey(deps.apiKeys, request, 'notifications:send');
     }
     return adminSession(request, reply);
   };
@@ -149,13 +167,13 @@ export function registerAdmin(app: FastifyInstance): void {
       },
     },
     async (request, reply) => {
-      const deps = { db: database.db, service: app.notifications, batchSize: config.BROADCAST_BATCH_SIZE };
+      const deps = { db: database.db, service: notifications, batchSize: config.BROADCAST_BATCH_SIZE };
       const key = request.headers['idempotency-key'];
       const asked = prefersAsync(request.headers.prefer);
       if (asked || (await audienceExceeds(database.db, request.body, config.BROADCAST_ASYNC_THRESHOLD))) {
         // Validated now, so a refused body is a 400 here rather than a failed send later.
         const { deliveryOptions: _strategies, ...content } = request.body.notification;
-        app.notifications.validate(content);
+        notifications.validate(content);
         const send = await sends.enqueue({
           scope: scopeOf(request),
           ...(key ? { idempotencyKey: key } : {}),
@@ -206,7 +224,7 @@ export function registerAdmin(app: FastifyInstance): void {
         request.params.id,
         request.apiKey ? { apiKeyScope: `api-key:${request.apiKey.id}` } : {},
       );
-      if (!send) throw new AppError(404, 'NOT_FOUND', 'No such send');
+      if (!send) throw notFound('No such send');
       reply.header('cache-control', 'no-store');
       return send;
     },

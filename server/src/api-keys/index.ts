@@ -1,6 +1,12 @@
-// Registers the api-keys feature: the service (`app.apiKeys`, used by the routes that accept keys), its admin
-// routes, and the shutdown flush of the batched last-use times.
+// Registers the api-keys feature: the service (returned; the routes that accept keys authenticate with it), its
+// admin routes, and the shutdown flush of the batched last-use times.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { SessionResolver } from '../auth/guard.js';
+import type { Config } from '../config.js';
+import type { Database } from '../infra/db.js';
+import type { Logger } from '../infra/logger.js';
+import type { ShutdownHooks } from '../infra/shutdown.js';
+import type { Store } from '../infra/store.js';
 import { registerApiKeyRoutes } from './routes.js';
 import {
   type ApiKeyPrincipal,
@@ -13,18 +19,24 @@ export type { ApiKeyPrincipal, ApiKeyScope, ApiKeyService } from './service.js';
 export { API_KEY_SCOPES } from './service.js';
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    /** Authenticates `Authorization: Bearer hk_…` for one scope (api-keys/service.ts). */
-    apiKeys: ApiKeyService;
-  }
   interface FastifyRequest {
     /** The API key that authenticated this request, when one did. */
     apiKey: ApiKeyPrincipal | null;
   }
 }
 
-export function registerApiKeys(app: FastifyInstance): void {
-  const { config, database, store, logger, lifecycle } = app.ctx;
+export interface ApiKeysDeps {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  store: Store;
+  sessions: SessionResolver;
+  lifecycle: ShutdownHooks;
+}
+
+/** Returns the service that authenticates `Authorization: Bearer hk_…` for one scope (api-keys/service.ts). */
+export function registerApiKeys(app: FastifyInstance, deps: ApiKeysDeps): ApiKeyService {
+  const { config, database, store, logger, lifecycle } = deps;
   const service = createApiKeyService({
     db: database.db,
     store,
@@ -36,18 +48,18 @@ export function registerApiKeys(app: FastifyInstance): void {
     },
     flushMs: config.API_KEY_LAST_USED_FLUSH_MS,
   });
-  app.decorate('apiKeys', service);
   app.decorateRequest('apiKey', null);
-  registerApiKeyRoutes(app, service);
+  registerApiKeyRoutes(app, service, deps.sessions);
   // Before the database pool closes: the last batch of last-use times is written.
   lifecycle.onShutdown('close-connections', 'api-keys', () => service.close());
+  return service;
 }
 
 /** onRequest step for a route that takes a key: authenticates it for `scope` and records it on the request. */
 export async function authenticateApiKey(
-  app: FastifyInstance,
+  apiKeys: ApiKeyService,
   request: FastifyRequest,
   scope: ApiKeyScope,
 ): Promise<void> {
-  request.apiKey = await app.apiKeys.authenticate(request.headers.authorization, scope);
+  request.apiKey = await apiKeys.authenticate(request.headers.authorization, scope);
 }

@@ -3,10 +3,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { authOf, requireAdmin } from '../auth/guard.js';
-import { AppError, validationError } from '../http/errors.js';
+import { authOf, requireAdmin, type SessionResolver } from '../auth/guard.js';
+import { notFound, validationError } from '../http/errors.js';
 import { ErrorSchema, noNul } from '../http/schemas.js';
-import { ApiKeyErrorCode } from './errors.js';
 import { API_KEY_SCOPES, type ApiKeyService } from './service.js';
 
 export const CreateApiKeyBodySchema = z.strictObject({
@@ -48,8 +47,11 @@ export const ApiKeySchema = z
     },
   });
 
-export function registerApiKeyRoutes(app: FastifyInstance, service: ApiKeyService): void {
-  const { sessions } = app.ctx;
+export function registerApiKeyRoutes(
+  app: FastifyInstance,
+  service: ApiKeyService,
+  sessions: SessionResolver,
+): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   r.post(
     '/admin/api-keys',
@@ -128,7 +130,7 @@ export function registerApiKeyRoutes(app: FastifyInstance, service: ApiKeyServic
     },
     async (request) => {
       const { id } = request.params;
-      if (!(await service.revoke(id))) throw new AppError(404, ApiKeyErrorCode.NOT_FOUND, 'No such API key');
+      if (!(await service.revoke(id))) throw notFound('No such API key');
       return { id };
     },
   );

@@ -3,12 +3,11 @@
 // No cache: every use looks the hash up in PostgreSQL (unique index, ~0.2 ms) together with its creator's role
 // and ban, so a DELETE, or a ban or demotion of the key's creator, that has returned is in force on every instance. `lastUsedAt` is batched in memory and flushed every API_KEY_LAST_USED_FLUSH_MS.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { AppError } from '../http/errors.js';
+import { forbidden, httpError, unauthorized as unauthorizedError } from '../http/errors.js';
 import { createWindowLimiter } from '../http/rate-limit.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import type { Store } from '../infra/store.js';
-import { ApiKeyErrorCode } from './errors.js';
 import {
   type ApiKeyRow,
   deleteApiKey,
@@ -71,8 +70,7 @@ export interface ApiKeyServiceDeps {
 
 const hashKey = (key: string) => createHash('sha256').update(key).digest();
 
-const unauthorized = (message = 'A valid API key is required') =>
-  new AppError(401, ApiKeyErrorCode.UNAUTHORIZED, message);
+const unauthorized = (message = 'A valid API key is required') => unauthorizedError(message);
 
 function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null;
@@ -158,20 +156,14 @@ export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
         throw unauthorized('The administrator who created this API key no longer holds that role');
       }
       if (!row.scopes.includes(scope)) {
-        throw new AppError(403, ApiKeyErrorCode.FORBIDDEN, `This API key lacks the ${scope} scope`);
+        throw forbidden(`This API key lacks the ${scope} scope`);
       }
       const limited = await limiter.hit(row.id);
       if (!limited.ok) {
         const seconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
-        throw new AppError(
-          429,
-          ApiKeyErrorCode.RATE_LIMITED,
-          'Too many requests for this API key',
-          undefined,
-          {
-            'retry-after': String(seconds),
-          },
-        );
+        throw httpError('RATE_LIMITED', 'Too many requests for this API key', {
+          headers: { 'retry-after': String(seconds) },
+        });
       }
       pending.set(row.id, new Date());
       return { id: row.id, name: row.name, scopes: row.scopes as ApiKeyScope[] };

@@ -3,11 +3,15 @@
 // authoritative get-session, Retry-After on 429).
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, sendError } from '../http/errors.js';
+import { type AppError, httpError, sendError } from '../http/errors.js';
 import { nestedDeeperThan, nulError } from '../http/nul-guard.js';
+import type { Database } from '../infra/db.js';
 import { session as sessionTable } from '../infra/schema/index.js';
+import type { Store } from '../infra/store.js';
 import { isLastAdminViolation, LAST_ADMIN_MESSAGE } from './account-rules.js';
 import { type Auth, BODY_REFUSED_HEADER, MAX_AUTH_BODY_DEPTH } from './auth.js';
+import type { SessionResolver } from './guard.js';
+import type { Revocation } from './revocation.js';
 
 const ALIASES: Record<string, string> = {
   // Contract name kept for clients written against older better-auth releases.
@@ -29,7 +33,7 @@ interface Target {
 const INTERNAL_HEADERS = new Set(['x-herald-client-ip', BODY_REFUSED_HEADER]);
 
 function invalidBody(message: string): AppError {
-  return new AppError(400, 'VALIDATION_ERROR', message, [{ path: 'body', message }]);
+  return httpError('VALIDATION_ERROR', message, { details: [{ path: 'body', message }] });
 }
 
 /** Decides which better-auth route a request goes to, applying the contract's aliases and adapters. */
@@ -140,7 +144,18 @@ async function sendWebResponse(reply: FastifyReply, response: Response) {
   return reply.send(text);
 }
 
-export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: string): void {
+export interface AuthBridgeDeps {
+  auth: Auth;
+  /** API_BASE_URL: better-auth resolves its routes against it. */
+  baseUrl: string;
+  database: Database;
+  store: Store;
+  sessions: SessionResolver;
+  revocation: Revocation;
+}
+
+export function registerAuthBridge(app: FastifyInstance, deps: AuthBridgeDeps): void {
+  const { auth, baseUrl } = deps;
   app.register(async (scope) => {
     // OAuth providers may post form-encoded callbacks; better-auth parses the raw text itself.
     scope.addContentTypeParser(
@@ -187,7 +202,7 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
           }
         }
         const target = resolveTarget(request);
-        const { revocation, sessions, database } = app.ctx;
+        const { revocation, sessions, database } = deps;
         const unavailable = () =>
           sendError(reply, 503, { code: 'UNAVAILABLE', message: 'Temporarily unavailable, retry shortly' });
         let response: Response;
@@ -227,7 +242,7 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
           if (isLastAdminViolation(err)) {
             return sendError(reply, 400, { code: 'LAST_ADMIN', message: LAST_ADMIN_MESSAGE });
           }
-          if (!app.ctx.store.isReady()) {
+          if (!deps.store.isReady()) {
             request.log.warn(
               { err, path: target.pathname },
               'auth route failed while the store is unreachable',

@@ -8,10 +8,13 @@ import type { Duplex } from 'node:stream';
 import proxyaddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
 import { type WebSocket, WebSocketServer } from 'ws';
-import type { AuthContext } from '../auth/guard.js';
+import type { AuthContext, SessionResolver } from '../auth/guard.js';
+import type { Config } from '../config.js';
 import { trustFunction } from '../http/proxy.js';
+import type { Logger } from '../infra/logger.js';
+import type { ShutdownHooks } from '../infra/shutdown.js';
 import { withTimeout } from '../infra/timeout.js';
-import type { ChatRole, PresenceCounts } from '../realtime/index.js';
+import type { ChatRole, PresenceCounts, Realtime } from '../realtime/index.js';
 import type { ChatConnection, ChatHub, ChatIdentity } from './hub.js';
 import type { RoomLive } from './live.js';
 import { ChatErrorCode, ChatLimits, encode, GENERAL_ROOM_ID } from './protocol.js';
@@ -48,11 +51,15 @@ export interface ChatGatewayDeps {
   service: ChatService;
   live: RoomLive;
   typing: TypingThrottle;
+  config: Config;
+  sessions: SessionResolver;
+  realtime: Realtime;
+  lifecycle: ShutdownHooks;
+  logger: Logger;
 }
 
 export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): void {
-  const { config, sessions, realtime, lifecycle, logger } = app.ctx;
-  const { hub, service, live, typing } = deps;
+  const { hub, service, live, typing, config, sessions, realtime, lifecycle, logger } = deps;
   // Normalised origins (config.ts): the same list the request guards, CORS and better-auth use.
   const origins = new Set(config.trustedOrigins);
   const trust = trustFunction(config.TRUST_PROXY);

@@ -1,6 +1,15 @@
 // Registers the chat feature: wires the gateway, hub and service together, session re-validation, presence
 // broadcasts and the shutdown step; what each piece does lives in that piece.
 import type { FastifyInstance } from 'fastify';
+import type { SessionResolver } from '../auth/guard.js';
+import type { Revocation } from '../auth/revocation.js';
+import type { Config } from '../config.js';
+import type { EventOutbox } from '../events/outbox.js';
+import type { Database } from '../infra/db.js';
+import type { Logger } from '../infra/logger.js';
+import type { ObserveSeconds, ShutdownHooks } from '../infra/shutdown.js';
+import type { Store } from '../infra/store.js';
+import type { Realtime } from '../realtime/types.js';
 import { createChatGateway } from './gateway.js';
 import { type ChatConnection, type ChatIdentity, createChatHub } from './hub.js';
 import { createRoomLive } from './live.js';
@@ -17,8 +26,26 @@ import { createMessageThrottle, createTypingThrottle } from './throttle.js';
 // The history sent on connect is cached per instance; bus events invalidate it, this bounds staleness otherwise.
 const HISTORY_CACHE_TTL_MS = 2_000;
 
-export function registerChat(app: FastifyInstance): void {
-  const { config, logger, database, store, realtime, lifecycle, revocation, events } = app.ctx;
+export interface ChatDeps {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  store: Store;
+  realtime: Realtime;
+  sessions: SessionResolver;
+  revocation: Revocation;
+  events: EventOutbox;
+  lifecycle: ShutdownHooks;
+  /** Notifications from chat (DMs, mentions) go through the notifications feature's service. */
+  notifications: ChatNotificationSink;
+  /** Time to write one frame to this instance's sockets. */
+  observeFanout: ObserveSeconds;
+  /** Time of each stage of a send (store, insert, publish). */
+  observeSendStage(stage: string, seconds: number): void;
+}
+
+export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
+  const { config, logger, database, store, realtime, lifecycle, revocation, events, sessions } = deps;
   const log = logger.child({ feature: 'chat' });
   const repo = createChatRepository(database.db, events);
   const hub = createChatHub({
@@ -26,7 +53,7 @@ export function registerChat(app: FastifyInstance): void {
     pingIntervalMs: config.WS_PING_INTERVAL_MS,
     sendBufferLimitBytes: config.CHAT_SEND_BUFFER_LIMIT_BYTES,
     logger: log,
-    onBroadcastSeconds: (seconds) => app.ctx.metrics.chatFanout.observe(seconds),
+    onBroadcastSeconds: deps.observeFanout,
   });
   const throttle = createMessageThrottle({
     store,
@@ -68,12 +95,8 @@ export function registerChat(app: FastifyInstance): void {
     deliver: (roomId, frame) => live.toRoom(roomId, frame),
     logger: log,
   });
-  // Notifications from chat go through the notifications feature's service (registered before chat).
-  const sink: ChatNotificationSink = {
-    createForUser: (userId, input) => app.notifications.createForUser(userId, input),
-  };
   const notifier = createChatNotifier({
-    sink,
+    sink: deps.notifications,
     store,
     foldMs: config.CHAT_NOTIFY_FOLD_MS,
     memberIds: (roomId, limit) => rooms.memberIds(roomId, limit),
@@ -146,14 +169,14 @@ export function registerChat(app: FastifyInstance): void {
     sessionLive,
     frameLimit: config.CHAT_FRAME_LIMIT,
     history,
-    onSendStage: (stage, seconds) => app.ctx.metrics.chatSendStage.observe({ stage }, seconds),
+    onSendStage: deps.observeSendStage,
     live,
     rooms,
     notifier,
     onRoomPresence: (roomId) => roomPresence.changed(roomId),
   });
   const chat = service;
-  createChatGateway(app, { hub, service: chat, live, typing });
+  createChatGateway(app, { hub, service: chat, live, typing, config, sessions, realtime, lifecycle, logger });
 
   const unsubscribe = [
     realtime.onRecovered(() => {
@@ -176,6 +199,7 @@ export function registerChat(app: FastifyInstance): void {
 
   registerChatRoutes(app, {
     repo,
+    sessions,
     onPurged: (userId, deletedCount, changed) => {
       chat.publish({ type: 'messages_purged', userId, deletedCount });
       // Each room's instances catch up with the deletions (replayable as message_deleted frames).
@@ -184,6 +208,7 @@ export function registerChat(app: FastifyInstance): void {
   });
   registerRoomRoutes(app, {
     rooms,
+    sessions,
     repo,
     createLimit,
     publish: (event) => chat.publish(event),

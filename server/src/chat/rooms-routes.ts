@@ -4,8 +4,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { authOf, requireUser } from '../auth/guard.js';
-import { AppError, notFound } from '../http/errors.js';
+import { authOf, requireUser, type SessionResolver } from '../auth/guard.js';
+import { AppError, forbidden, httpError, notFound } from '../http/errors.js';
 import { ErrorSchema, noNul } from '../http/schemas.js';
 import { type ChatBusEvent, ChatLimits, RoomIdSchema, RoomMessageSchema } from './protocol.js';
 import type { ChatRepository } from './repository.js';
@@ -68,9 +68,9 @@ const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: Erro
 function fail(e: RoomError): never {
   switch (e.error) {
     case 'not_found':
-      throw notFound('NOT_FOUND', 'Room not found');
+      throw notFound('Room not found');
     case 'forbidden':
-      throw new AppError(403, 'FORBIDDEN', e.message);
+      throw forbidden(e.message);
     case 'room_limit':
       throw new AppError(
         409,
@@ -92,7 +92,7 @@ function fail(e: RoomError): never {
         e.userIds.map((id) => ({ path: 'userIds', message: id })),
       );
     case 'invalid':
-      throw new AppError(400, 'VALIDATION_ERROR', e.message, [{ path: 'userId', message: e.message }]);
+      throw httpError('VALIDATION_ERROR', e.message, { details: [{ path: 'userId', message: e.message }] });
   }
 }
 const ok = <T>(value: T | RoomError): T => {
@@ -102,6 +102,7 @@ const ok = <T>(value: T | RoomError): T => {
 
 export interface RoomRoutesDeps {
   rooms: RoomsRepository;
+  sessions: SessionResolver;
   repo: ChatRepository;
   /** Room creations per user per hour (the store-backed window limiter). */
   createLimit: MessageThrottle;
@@ -110,8 +111,7 @@ export interface RoomRoutesDeps {
 }
 
 export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): void {
-  const { sessions } = app.ctx;
-  const { rooms } = deps;
+  const { rooms, sessions } = deps;
   const r = app.withTypeProvider<ZodTypeProvider>();
   const guard = requireUser(sessions);
   const security = [{ session: [] }];
@@ -165,13 +165,9 @@ export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): 
       const limited = await deps.createLimit.hit(caller.userId);
       if (!limited.ok) {
         const seconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
-        throw new AppError(
-          429,
-          'RATE_LIMITED',
-          'Too many rooms created (CHAT_ROOM_CREATES_PER_HOUR)',
-          undefined,
-          { 'retry-after': String(seconds) },
-        );
+        throw httpError('RATE_LIMITED', 'Too many rooms created (CHAT_ROOM_CREATES_PER_HOUR)', {
+          headers: { 'retry-after': String(seconds) },
+        });
       }
       const { name, kind, memberIds = [] } = request.body;
       const room = ok<Room>(await rooms.create(caller, { name, kind, memberIds }));

@@ -3,10 +3,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { authOf, requireAdmin, requireUser } from '../auth/guard.js';
-import { notFound } from '../http/errors.js';
+import { authOf, requireAdmin, requireUser, type SessionResolver } from '../auth/guard.js';
+import { AppError } from '../http/errors.js';
 import { ErrorSchema, noNul } from '../http/schemas.js';
-import { ChatLimits, ChatMessageSchema } from './protocol.js';
+import { ChatErrorCode, ChatLimits, ChatMessageSchema } from './protocol.js';
 import type { ChatRepository, HistoryCursor } from './repository.js';
 
 // PostgreSQL timestamps start at 0001-01-01 (no year 0 on input) and the ISO form stops at 9999; a cursor outside
@@ -32,12 +32,13 @@ const HistoryQuery = z.strictObject({
 
 export interface ChatRoutesDeps {
   repo: ChatRepository;
+  sessions: SessionResolver;
   /** After a purge: the count, and each room's revision after its deletions (instances catch up to it). */
   onPurged(userId: string, deletedCount: number, rooms: Array<{ roomId: string; rev: number }>): void;
 }
 
 export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): void {
-  const { sessions } = app.ctx;
+  const { sessions } = deps;
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.get(
@@ -92,7 +93,11 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
       }
       const messages = await deps.repo.before(cursor, limit);
       if (!messages)
-        throw notFound('MESSAGE_NOT_FOUND', 'No message with this id; page with its createdAt instead');
+        throw new AppError(
+          404,
+          ChatErrorCode.MESSAGE_NOT_FOUND,
+          'No message with this id; page with its createdAt instead',
+        );
       return { messages };
     },
   );

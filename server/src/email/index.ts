@@ -3,9 +3,11 @@
 // Sending itself is the shared outbox's (infra/email-outbox.ts).
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
-import type { Db } from '../infra/db.js';
+import type { EventOutbox } from '../events/outbox.js';
+import type { Database, Db } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
+import type { ShutdownHooks } from '../infra/shutdown.js';
 import { createNotificationRepository } from '../notifications/repository.js';
 import { createDigests } from './digest.js';
 import { createNotificationEmails } from './notification-emails.js';
@@ -61,11 +63,20 @@ export function createEmail(deps: {
 
 export type Email = ReturnType<typeof createEmail>;
 
-export function registerEmail(app: FastifyInstance): void {
-  const { config, database, email, webhooks, lifecycle } = app.ctx;
+export interface EmailDeps {
+  config: Config;
+  database: Database;
+  /** The domain-event port: an unsubscribe changes preferences, whose events go out through it. */
+  events: EventOutbox;
+  lifecycle: ShutdownHooks;
+  email: Email;
+}
+
+export function registerEmail(app: FastifyInstance, deps: EmailDeps): void {
+  const { config, database, email, events, lifecycle } = deps;
   registerUnsubscribeRoutes(app, {
     tokens: email.tokens,
-    repo: createNotificationRepository(database.db, webhooks.events),
+    repo: createNotificationRepository(database.db, events),
     feBaseUrl: config.FE_BASE_URL,
   });
   email.digests.start();

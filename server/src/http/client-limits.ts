@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from '../infra/logger.js';
 import type { Store } from '../infra/store.js';
-import { AppError } from './errors.js';
+import { httpError } from './errors.js';
 import { createWindowLimiter, type WindowLimiter } from './rate-limit.js';
 
 export type ClientKind = 'ip' | 'user' | 'apiKey';
@@ -120,14 +120,12 @@ export function installClientLimits(app: FastifyInstance, opts: ClientLimitsOpti
       );
     }
     const seconds = Math.max(1, Math.ceil(retryAfterMs / 1_000));
-    return new AppError(
-      429,
+    return httpError(
       'RATE_LIMITED',
       limit === 'in_flight'
         ? 'Too many requests in flight from this client; wait for some to finish'
         : 'Too many requests from this client; slow down',
-      undefined,
-      { 'retry-after': String(seconds) },
+      { headers: { 'retry-after': String(seconds) } },
     );
   };
 

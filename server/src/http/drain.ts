@@ -8,7 +8,7 @@ import { Server as NetServer, type Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from '../infra/logger.js';
 import { withTimeout } from '../infra/timeout.js';
-import { AppError, sendError } from './errors.js';
+import { httpError, sendError } from './errors.js';
 
 /** What long-running work sees of the drain: a signal and a hook to release what it holds when cut short. */
 export interface CutShort {
@@ -127,9 +127,7 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
         { cutShort: left.length, graceMs: options.graceMs },
         'shutdown grace over: answering the requests still running 503',
       );
-      controller.abort(
-        new AppError(503, 'UNAVAILABLE', CUT_SHORT_MESSAGE, undefined, { 'retry-after': '1' }),
-      );
+      controller.abort(httpError('UNAVAILABLE', CUT_SHORT_MESSAGE, { headers: { 'retry-after': '1' } }));
       // Releases first: a client that retries elsewhere on our 503 must find the work released.
       await withTimeout(
         Promise.allSettled([...releases].map(async (release) => release())),
@@ -158,7 +156,10 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
           }),
           CUT_SHORT_BUDGET_MS,
         ).catch(() =>
-          options.logger.warn({ running: working.size }, 'shutdown: cut-short work still unwinding; closing the pools'),
+          options.logger.warn(
+            { running: working.size },
+            'shutdown: cut-short work still unwinding; closing the pools',
+          ),
         );
         unwound = undefined;
       }

@@ -11,23 +11,28 @@ export interface ErrorBody {
 }
 
 /**
- * The generic codes of CONTRACT §0 (features add their own, e.g. notifications/errors.ts). Listed once so clients
- * get them as values (client/src/contract.ts is generated from contract.ts).
+ * The generic codes of CONTRACT §0, each with its one HTTP status: defined here once. A feature's own map
+ * (notifications/errors.ts, push/errors.ts, …) holds only the codes that feature adds. Clients get both as values
+ * (client/src/contract.ts is generated from contract.ts).
  */
-export const HttpErrorCode = {
-  VALIDATION_ERROR: 'VALIDATION_ERROR',
-  INVALID_JSON: 'INVALID_JSON',
-  INVALID_REQUEST: 'INVALID_REQUEST',
-  UNAUTHORIZED: 'UNAUTHORIZED',
-  FORBIDDEN: 'FORBIDDEN',
-  NOT_FOUND: 'NOT_FOUND',
-  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
-  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
-  RATE_LIMITED: 'RATE_LIMITED',
-  UNAVAILABLE: 'UNAVAILABLE',
-  INTERNAL_ERROR: 'INTERNAL_ERROR',
+export const GENERIC_ERROR_STATUS = {
+  VALIDATION_ERROR: 400,
+  INVALID_JSON: 400,
+  INVALID_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  UNAVAILABLE: 503,
 } as const;
-export type HttpErrorCode = (typeof HttpErrorCode)[keyof typeof HttpErrorCode];
+export type HttpErrorCode = keyof typeof GENERIC_ERROR_STATUS;
+/** The generic codes as values (`HttpErrorCode.NOT_FOUND === 'NOT_FOUND'`). */
+export const HttpErrorCode = Object.fromEntries(
+  Object.keys(GENERIC_ERROR_STATUS).map((code) => [code, code]),
+) as { readonly [K in HttpErrorCode]: K };
 
 /** Throw from any handler to answer with the contract's error body. */
 export class AppError extends Error {
@@ -43,12 +48,25 @@ export class AppError extends Error {
   }
 }
 
-export const unauthorized = () => new AppError(401, 'UNAUTHORIZED', 'A valid session is required');
-export const forbidden = (message = 'You are not allowed to do this') =>
-  new AppError(403, 'FORBIDDEN', message);
-export const notFound = (code = 'NOT_FOUND', message = 'Not found') => new AppError(404, code, message);
-export const validationError = (details: NonNullable<ErrorBody['details']>, code = 'VALIDATION_ERROR') =>
-  new AppError(400, code, details.map((d) => `${d.path || 'body'}: ${d.message}`).join('; '), details);
+/** An error with a generic code; its status comes from GENERIC_ERROR_STATUS, never from the caller. */
+export function httpError(
+  code: HttpErrorCode,
+  message: string,
+  extra: { details?: ErrorBody['details']; headers?: Record<string, string> } = {},
+): AppError {
+  return new AppError(GENERIC_ERROR_STATUS[code], code, message, extra.details, extra.headers);
+}
+
+export const unauthorized = (message = 'A valid session is required') => httpError('UNAUTHORIZED', message);
+export const forbidden = (message = 'You are not allowed to do this') => httpError('FORBIDDEN', message);
+export const notFound = (message = 'Not found') => httpError('NOT_FOUND', message);
+export const validationError = (
+  details: NonNullable<ErrorBody['details']>,
+  code: 'VALIDATION_ERROR' | 'INVALID_REQUEST' = 'VALIDATION_ERROR',
+) =>
+  httpError(code, details.map((d) => `${d.path || 'body'}: ${d.message}`).join('; '), {
+    details,
+  });
 
 const FASTIFY_CODES: Record<string, { status: number; code: string; message: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: {

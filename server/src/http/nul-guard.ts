@@ -1,7 +1,7 @@
 // Refuses NUL characters (U+0000) anywhere in a request's JSON body, path or query with 400. PostgreSQL text
 // cannot store NUL, so such input could only ever fail deep inside a query (a 500); no legitimate client sends it.
 import type { FastifyInstance } from 'fastify';
-import { AppError, validationError } from './errors.js';
+import { type AppError, httpError, validationError } from './errors.js';
 import { noNul } from './schemas.js';
 
 /** Path (dot-separated) of the first string or key containing NUL, or null. Iterative: no stack overflow. */
@@ -63,7 +63,7 @@ export function installNulGuard(app: FastifyInstance): void {
       // Valid JSON, but serialising or validating it recursively later would overflow the stack (a 500).
       if (nestedDeeperThan(parsed, MAX_BODY_DEPTH)) {
         return done(
-          new AppError(400, 'INVALID_JSON', `Body must be JSON nested at most ${MAX_BODY_DEPTH} levels deep`),
+          httpError('INVALID_JSON', `Body must be JSON nested at most ${MAX_BODY_DEPTH} levels deep`),
         );
       }
       const nul = nulError(parsed);

@@ -6,7 +6,7 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '../infra/logger.js';
-import { AppError } from './errors.js';
+import { httpError } from './errors.js';
 
 export interface OverloadOptions {
   /** Mean event-loop delay (ms, beyond the timer resolution) over a sample interval; 0 = not checked. */
@@ -157,6 +157,6 @@ export function installOverloadGuard(
     const q = request.url.indexOf('?');
     if (EXEMPT.has(q < 0 ? request.url : request.url.slice(0, q))) return done();
     monitor.countRefusal();
-    done(new AppError(503, 'UNAVAILABLE', 'The server is overloaded; retry shortly', undefined, headers));
+    done(httpError('UNAVAILABLE', 'The server is overloaded; retry shortly', { headers }));
   });
 }

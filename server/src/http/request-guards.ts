@@ -4,7 +4,7 @@
 // origin, judged by Origin or, failing that, Sec-Fetch-Site (403 FORBIDDEN otherwise). Requests with neither
 // header (curl, server-to-server) are not browser requests and pass.
 import type { FastifyInstance } from 'fastify';
-import { AppError } from './errors.js';
+import { forbidden } from './errors.js';
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 // better-auth's session cookie, with or without the __Secure- prefix it uses on https.
@@ -37,8 +37,4 @@ export function installRequestGuards(app: FastifyInstance, opts: { allowedOrigin
 }
 
 const crossSite = () =>
-  new AppError(
-    403,
-    'FORBIDDEN',
-    'Cross-site requests with a session cookie are not allowed from this origin',
-  );
+  forbidden('Cross-site requests with a session cookie are not allowed from this origin');

@@ -13,6 +13,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { BUILT_IN_SOCIAL_PROVIDERS, type Config, normalizeOrigin } from '../config.js';
+import type { Logger } from '../infra/logger.js';
 
 /** web/dist of this repository, from server/src/http (tsx) or server/dist/http (build output) alike. */
 export const DEFAULT_WEB_APP_DIR = fileURLToPath(new URL('../../../web/dist', import.meta.url));
@@ -133,8 +134,7 @@ function contentSecurityPolicy(config: Config): string {
 }
 
 /** What the app needs to know before anyone signs in; public, also when the app is deployed elsewhere. */
-export function registerClientConfig(app: FastifyInstance): void {
-  const { config } = app.ctx;
+export function registerClientConfig(app: FastifyInstance, config: Config): void {
   const trusted = new Set(config.trustedOrigins);
   app.withTypeProvider<ZodTypeProvider>().get(
     '/client-config',
@@ -212,8 +212,7 @@ export function registerClientConfig(app: FastifyInstance): void {
 }
 
 /** Static files and page navigations; registered before the routes so its onRequest hook sees every request. */
-export function registerWebApp(app: FastifyInstance): void {
-  const { config, logger } = app.ctx;
+export function registerWebApp(app: FastifyInstance, config: Config, logger: Logger): void {
   if (!config.SERVE_WEB_APP) return;
   const root = path.resolve(config.WEB_APP_DIR ?? DEFAULT_WEB_APP_DIR);
   const built = existsSync(path.join(root, 'index.html')) && statSync(root).isDirectory();

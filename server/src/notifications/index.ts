@@ -1,7 +1,22 @@
 // Registers the notifications feature: repository, unread cache, SSE hub on the bus, delivery strategies (email
-// through the shared outbox that app.ts owns), retention job, routes, and `app.notifications` (the service other features call).
+// through the shared outbox that app.ts owns), retention job, routes. Returns the service other features call.
 import type { FastifyInstance } from 'fastify';
-import { createDelivery, emailStrategy, sseStrategy } from './delivery.js';
+import type { SessionResolver } from '../auth/guard.js';
+import type { Revocation } from '../auth/revocation.js';
+import type { Config } from '../config.js';
+import type { EventOutbox } from '../events/outbox.js';
+import type { Database } from '../infra/db.js';
+import type { Logger } from '../infra/logger.js';
+import type { ObserveSeconds, ShutdownHooks } from '../infra/shutdown.js';
+import type { Store } from '../infra/store.js';
+import type { Realtime } from '../realtime/types.js';
+import {
+  createDelivery,
+  type DeliveryStrategy,
+  emailStrategy,
+  type NotificationEmails,
+  sseStrategy,
+} from './delivery.js';
 import { NotificationErrorCode } from './errors.js';
 import { NOTIFICATION_EVENTS_TOPIC, NotificationBusMessageSchema } from './events.js';
 import { createNotificationRepository } from './repository.js';
@@ -15,17 +30,33 @@ import { createUnreadCache } from './unread-cache.js';
 export { runRetention } from './retention.js';
 export type { NotificationService } from './service.js';
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Create notifications from other features: `app.notifications.createForUser(userId, {...})`. */
-    notifications: NotificationService;
-    notificationStreams: StreamHub;
-  }
+export interface NotificationsDeps {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  store: Store;
+  realtime: Realtime;
+  sessions: SessionResolver;
+  revocation: Revocation;
+  events: EventOutbox;
+  lifecycle: ShutdownHooks;
+  /** The email of an offline user (email/): the `email` strategy's renderer and queue. */
+  notificationEmails: NotificationEmails;
+  /** Strategies after `sse` and `email` in the §4 order (Web Push). */
+  extraStrategies: DeliveryStrategy[];
+  /** Time to fan one bus message out to this instance's streams. */
+  observeFanout: ObserveSeconds;
 }
 
-export function registerNotifications(app: FastifyInstance): void {
-  const { config, database, store, email, realtime, lifecycle, revocation, events } = app.ctx;
-  const logger = app.log.child({ feature: 'notifications' });
+/** What other parts use: the service (create, read, forget caches) and the stream hub (metrics, tests). */
+export interface NotificationsFeature {
+  service: NotificationService;
+  streams: StreamHub;
+}
+
+export function registerNotifications(app: FastifyInstance, deps: NotificationsDeps): NotificationsFeature {
+  const { config, database, store, realtime, lifecycle, revocation, events } = deps;
+  const logger = deps.logger.child({ feature: 'notifications' });
   const repo = createNotificationRepository(database.db, events);
   const reads = database.reads;
   const unread = createUnreadCache({
@@ -38,9 +69,9 @@ export function registerNotifications(app: FastifyInstance): void {
   const delivery = createDelivery(
     [
       sseStrategy(realtime.presence),
-      emailStrategy({ repo, emails: email.notificationEmails }),
+      emailStrategy({ repo, emails: deps.notificationEmails }),
       // Web Push (push/strategy.ts): queues one message per subscribed browser; built in app.ts like webhooks.
-      app.ctx.push.strategy,
+      ...deps.extraStrategies,
     ],
     logger,
   );
@@ -80,7 +111,11 @@ export function registerNotifications(app: FastifyInstance): void {
     const message = parsed.data;
     // Sync messages only start repairs (reads); the fan-out figure is about writing events to streams.
     if (message.kind === 'sync') hub.onBusMessage(message);
-    else app.ctx.metrics.time(app.ctx.metrics.sseFanout, () => hub.onBusMessage(message));
+    else {
+      const started = performance.now();
+      hub.onBusMessage(message);
+      deps.observeFanout((performance.now() - started) / 1000);
+    }
   });
   // Messages may have been lost while the bus was degraded: repair streams and re-check sessions now.
   const offRecovered = realtime.onRecovered(() => void hub.converge());
@@ -96,9 +131,7 @@ export function registerNotifications(app: FastifyInstance): void {
     unread,
   );
 
-  app.decorate('notifications', service);
-  app.decorate('notificationStreams', hub);
-  registerNotificationRoutes(app, service, hub);
+  registerNotificationRoutes(app, { service, hub, sessions: deps.sessions, lifecycle, realtime });
 
   const endStreams = () =>
     hub.closeAll(NotificationErrorCode.SHUTTING_DOWN, 'The server is restarting; reconnect shortly');
@@ -113,4 +146,5 @@ export function registerNotifications(app: FastifyInstance): void {
     await retention.stop();
     unread.close();
   });
+  return { service, streams: hub };
 }

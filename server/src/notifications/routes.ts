@@ -2,11 +2,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { authOf, requireUser } from '../auth/guard.js';
+import { authOf, requireUser, type SessionResolver } from '../auth/guard.js';
 import { notModified } from '../http/cache.js';
-import { AppError } from '../http/errors.js';
+import { AppError, HttpErrorCode } from '../http/errors.js';
 import { ErrorSchema } from '../http/schemas.js';
-import { NotificationErrorCode } from './errors.js';
+import type { ShutdownHooks } from '../infra/shutdown.js';
+import type { Realtime } from '../realtime/types.js';
 import {
   CountsSchema,
   ListQuerySchema,
@@ -26,14 +27,18 @@ const security = [{ session: [] }];
 // Any malformed id is simply not found (404), like another user's; the service checks the uuid shape.
 const IdParams = z.object({ id: z.string() });
 
-export function registerNotificationRoutes(
-  app: FastifyInstance,
-  service: NotificationService,
-  hub: StreamHub,
-) {
+export interface NotificationRoutesDeps {
+  service: NotificationService;
+  hub: StreamHub;
+  sessions: SessionResolver;
+  lifecycle: ShutdownHooks;
+  realtime: Realtime;
+}
+
+export function registerNotificationRoutes(app: FastifyInstance, deps: NotificationRoutesDeps) {
+  const { service, hub, lifecycle, realtime } = deps;
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const authenticate = requireUser(app.ctx.sessions);
-  const { lifecycle, realtime } = app.ctx;
+  const authenticate = requireUser(deps.sessions);
 
   r.get(
     '/notification/list',
@@ -252,7 +257,7 @@ export function registerNotificationRoutes(
         if (lifecycle.isShuttingDown()) {
           throw new AppError(
             503,
-            NotificationErrorCode.UNAVAILABLE,
+            HttpErrorCode.UNAVAILABLE,
             'The server is shutting down; reconnect shortly',
           );
         }

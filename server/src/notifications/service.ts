@@ -2,13 +2,12 @@
 // bus), and creation for one or many users (batched insert → events → delivery). Other features (admin, chat)
 // create notifications through createForUser / createForUsers.
 import { z } from 'zod';
-import { AppError, notFound, validationError } from '../http/errors.js';
+import { notFound, validationError } from '../http/errors.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import type { ReadRouter } from '../infra/read-replicas.js';
 import type { Realtime } from '../realtime/index.js';
 import type { Delivery, DeliveryItem } from './delivery.js';
-import { NotificationErrorCode } from './errors.js';
 import {
   type BatchMessage,
   MAX_EVENTS_PER_USER_MESSAGE,
@@ -162,7 +161,7 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     }
   };
 
-  const notFoundError = () => notFound(NotificationErrorCode.NOT_FOUND, 'Notification not found');
+  const notFoundError = () => notFound('Notification not found');
   const uuidOrNotFound = (id: string) => {
     if (!UUID.test(id)) throw notFoundError();
     return id.toLowerCase();
@@ -394,7 +393,7 @@ export function createNotificationService(deps: NotificationServiceDeps) {
       const valid = validate(input);
       const { created, existing } = await createBatch([userId], valid, options);
       const first = created[0] ?? existing[0];
-      if (!first) throw new AppError(404, NotificationErrorCode.NOT_FOUND, 'User not found');
+      if (!first) throw notFound('User not found');
       return first;
     },
 

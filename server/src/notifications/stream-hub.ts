@@ -7,7 +7,7 @@ import { isDatabaseUnavailable } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import type { Presence } from '../realtime/index.js';
 import { openSse, type SseConnection, sseBody, sseIdLine } from '../realtime/index.js';
-import { NotificationErrorCode } from './errors.js';
+import { StreamErrorCode } from './errors.js';
 import type { BatchMessage, NotificationBusMessage, SseEventName } from './events.js';
 import type { NotificationRepository } from './repository.js';
 import type { Notification } from './schemas.js';
@@ -55,7 +55,7 @@ export interface StreamLimits {
 
 /** Why a stream was refused before it opened; the route turns it into a 429. */
 export type Refusal = {
-  code: typeof NotificationErrorCode.TOO_MANY_STREAMS | typeof NotificationErrorCode.RATE_LIMITED;
+  code: typeof StreamErrorCode.TOO_MANY_STREAMS | typeof StreamErrorCode.RATE_LIMITED;
   message: string;
   retryAfterS: number;
 };
@@ -147,7 +147,7 @@ export function createStreamHub(deps: StreamHubDeps) {
           // impossible; the reconnect is told `resync: true`.
           closeEntry(
             entry,
-            NotificationErrorCode.RESYNC_REQUIRED,
+            StreamErrorCode.RESYNC_REQUIRED,
             'Events were missed; reconnect to resynchronise',
           );
           return;
@@ -162,7 +162,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       deps.logger.warn({ err, userId: entry.userId }, 'SSE gap repair failed; closing the stream to resume');
       closeEntry(
         entry,
-        NotificationErrorCode.INTERNAL_ERROR,
+        StreamErrorCode.INTERNAL_ERROR,
         'Could not deliver missed events; reconnect to resume',
       );
       return;
@@ -262,7 +262,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       for (const entry of [...set]) {
         if (entry.conn.closed) continue;
         if (!(await deps.isSessionLive(entry.userId, entry.sessionId))) {
-          closeEntry(entry, NotificationErrorCode.SESSION_REVOKED, 'The session ended');
+          closeEntry(entry, StreamErrorCode.SESSION_REVOKED, 'The session ended');
         }
       }
     }
@@ -287,7 +287,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         if (entry.held) continue;
         // Sessions are checked at connect; one that expires while the stream is open ends it here.
         if (entry.expiresAt <= now)
-          closeEntry(entry, NotificationErrorCode.SESSION_EXPIRED, 'Your session has expired');
+          closeEntry(entry, StreamErrorCode.SESSION_EXPIRED, 'Your session has expired');
         else apply(entry, { name: 'keep_alive', body }, memo);
       }
     }
@@ -319,7 +319,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       if (!set) return;
       for (const entry of [...set]) {
         if (sessionId && entry.sessionId !== sessionId) continue;
-        closeEntry(entry, NotificationErrorCode.SESSION_REVOKED, `The session ended (${reason})`);
+        closeEntry(entry, StreamErrorCode.SESSION_REVOKED, `The session ended (${reason})`);
       }
     },
 
@@ -341,7 +341,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       const wait = Math.max(opens.hit(`u:${userId}`, now) ?? 0, opens.hit(`i:${ip}`, now) ?? 0);
       if (wait > 0) {
         return {
-          code: NotificationErrorCode.RATE_LIMITED,
+          code: StreamErrorCode.RATE_LIMITED,
           message: 'Too many stream connections opened; retry later',
           retryAfterS: wait,
         };
@@ -351,7 +351,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         (perIp.get(ip) ?? 0) >= deps.limits.perIp
       ) {
         return {
-          code: NotificationErrorCode.TOO_MANY_STREAMS,
+          code: StreamErrorCode.TOO_MANY_STREAMS,
           message: 'Too many open notification streams; close one (one per browser is enough)',
           retryAfterS: 5,
         };
@@ -382,7 +382,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         conn.end(
           sseIdLine('') +
             eventBody('error', {
-              code: unavailable ? NotificationErrorCode.UNAVAILABLE : NotificationErrorCode.INTERNAL_ERROR,
+              code: unavailable ? StreamErrorCode.UNAVAILABLE : StreamErrorCode.INTERNAL_ERROR,
               message: unavailable
                 ? 'The database is unavailable; reconnect shortly'
                 : 'Could not start the stream',
@@ -435,7 +435,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         if (s && s.size === 0) users.delete(userId);
       });
       if (closing) {
-        closeEntry(entry, NotificationErrorCode.SHUTTING_DOWN, 'The server is restarting; reconnect shortly');
+        closeEntry(entry, StreamErrorCode.SHUTTING_DOWN, 'The server is restarting; reconnect shortly');
         return;
       }
       try {
@@ -472,7 +472,7 @@ export function createStreamHub(deps: StreamHubDeps) {
         }
       } catch (err) {
         deps.logger.error({ err, userId }, 'SSE connect sequence failed');
-        closeEntry(entry, NotificationErrorCode.INTERNAL_ERROR, 'Could not start the stream');
+        closeEntry(entry, StreamErrorCode.INTERNAL_ERROR, 'Could not start the stream');
         return;
       }
       // Live events that arrived meanwhile, in seq order; anything still missing triggers a repair.

@@ -2,7 +2,13 @@
 // balancers poll it); 503 at once while shutting down or overloaded, and without a database.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import type { Config } from '../config.js';
+import type { OverloadMonitor } from '../http/overload.js';
+import type { Database } from '../infra/db.js';
+import type { Store } from '../infra/store.js';
 import { withTimeout } from '../infra/timeout.js';
+import type { Realtime } from '../realtime/types.js';
+import type { Lifecycle } from './lifecycle.js';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
@@ -29,8 +35,17 @@ const HealthSchema = z.object({
 
 type CheckResult = { database: 'ok' | 'error'; cache: 'ok' | 'error' };
 
-export function registerHealth(app: FastifyInstance): void {
-  const { lifecycle, database, store, config, overload } = app.ctx;
+export interface HealthDeps {
+  config: Config;
+  lifecycle: Pick<Lifecycle, 'isShuttingDown'>;
+  database: Pick<Database, 'ping'>;
+  store: Store;
+  overload: OverloadMonitor;
+  realtime: Realtime;
+}
+
+export function registerHealth(app: FastifyInstance, deps: HealthDeps): void {
+  const { lifecycle, database, store, config, overload } = deps;
   // One check in flight at a time, its result reused for HEALTH_CACHE_MS: at thousands of polls a second every
   // poll used to cost a PostgreSQL and a store round trip. A result is at most that old; a failing database
   // turns health 503 within HEALTH_CACHE_MS (+ the check's own timeout).
@@ -95,7 +110,7 @@ export function registerHealth(app: FastifyInstance): void {
       if (result.database === 'error') {
         return reply.code(503).send({ status: 'error', instanceId: config.INSTANCE_ID, checks: result });
       }
-      const status = result.cache === 'ok' && !app.ctx.realtime.bus.isDegraded() ? 'ok' : 'degraded';
+      const status = result.cache === 'ok' && !deps.realtime.bus.isDegraded() ? 'ok' : 'degraded';
       return reply.send({ status, instanceId: config.INSTANCE_ID, checks: result });
     },
   );

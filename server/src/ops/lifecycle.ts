@@ -2,18 +2,10 @@
 // phases up to close-connections in preClose (the server still answers, /health says 503), the rest in onClose.
 
 import type { Logger } from '../infra/logger.js';
+import { SHUTDOWN_PHASES, type ShutdownHooks, type ShutdownPhase } from '../infra/shutdown.js';
 import { withTimeout } from '../infra/timeout.js';
 
-export const SHUTDOWN_PHASES = [
-  'stop-accepting', // health turns 503, no new streams/sockets
-  'drain-requests', // no new connections; in-flight requests finish within SHUTDOWN_GRACE_MS or get 503
-  'notify-clients', // WebSocket close 1001, SSE `error` event
-  'close-connections',
-  'remove-presence',
-  'deregister',
-  'close-pools',
-] as const;
-export type ShutdownPhase = (typeof SHUTDOWN_PHASES)[number];
+export { SHUTDOWN_PHASES, type ShutdownPhase } from '../infra/shutdown.js';
 
 type Step = { name: string; run: () => Promise<void> | void };
 
@@ -30,7 +22,7 @@ export interface LifecycleOptions {
   drainMs?: number;
 }
 
-export interface Lifecycle {
+export interface Lifecycle extends ShutdownHooks {
   isShuttingDown(): boolean;
   /** Flips isShuttingDown (health answers 503 from now on) without running any phase yet. */
   beginShutdown(): void;

@@ -15,8 +15,6 @@ import { ErrorSchema } from '../http/schemas.js';
 import type { Database } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
-// Type-only: declares app.notificationStreams (a decorator) for any program that compiles this file alone.
-import type {} from '../notifications/index.js';
 import type { Push } from '../push/index.js';
 import type { InstanceRecord, Realtime } from '../realtime/index.js';
 import type { Webhooks } from '../webhooks/index.js';
@@ -298,7 +296,16 @@ function wantsPrometheus(request: FastifyRequest, format: string | undefined): b
   return /\btext\/plain\b/i.test(accept) && !/\bapplication\/json\b/i.test(accept);
 }
 
-export function registerMetrics(app: FastifyInstance): void {
+export interface MetricsDeps {
+  sources: MetricsSources;
+  apiKeys: ApiKeyService;
+  /** The Prometheus rendering of a report (ops/prometheus.ts imports this module, so it is passed in). */
+  renderPrometheus(report: MetricsReport, live: { sseStreams: number }): Promise<string>;
+  /** Open SSE streams on this instance (the notifications feature's hub). */
+  sseStreams(): number;
+}
+
+export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): void {
   app.withTypeProvider<ZodTypeProvider>().get(
     '/metrics',
     {
@@ -329,13 +336,11 @@ export function registerMetrics(app: FastifyInstance): void {
       },
     },
     async (request, reply) => {
-      await authorize(app.ctx, app.apiKeys, request);
-      const report = await collectMetrics(app.ctx);
+      await authorize(deps.sources, deps.apiKeys, request);
+      const report = await collectMetrics(deps.sources);
       reply.header('cache-control', 'no-store');
       if (wantsPrometheus(request, request.query.format)) {
-        const text = await app.ctx.metrics.render(report, {
-          sseStreams: app.notificationStreams.stats().streams,
-        });
+        const text = await deps.renderPrometheus(report, { sseStreams: deps.sseStreams() });
         return reply.type(PROMETHEUS_CONTENT_TYPE).send(text);
       }
       return report;

@@ -3,7 +3,5 @@
 export const PushErrorCode = {
   /** Push is off (no VAPID keys in production): GET /notification/push/public-key answers 404. */
   NOT_CONFIGURED: 'PUSH_NOT_CONFIGURED',
-  /** No such subscription, or another user's. */
-  NOT_FOUND: 'NOT_FOUND',
 } as const;
 export type PushErrorCode = (typeof PushErrorCode)[keyof typeof PushErrorCode];

@@ -2,9 +2,11 @@
 // features need early (`ctx.push`: the delivery strategy the notifications feature runs, and the worker);
 // registerPush adds the routes and starts the worker.
 import type { FastifyInstance } from 'fastify';
+import type { SessionResolver } from '../auth/guard.js';
 import type { Config } from '../config.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
+import type { ShutdownHooks } from '../infra/shutdown.js';
 import type { DeliveryStrategy } from '../notifications/delivery.js';
 import { createMessageBuilder } from './message.js';
 import type { AddressCheck, PushEvents, PushSender } from './ports.js';
@@ -76,9 +78,17 @@ export function createPush(deps: {
   };
 }
 
-export function registerPush(app: FastifyInstance): void {
-  const { config, lifecycle, push } = app.ctx;
-  registerPushRoutes(app, push.service, config.vapid?.publicKey ?? null);
+export interface PushFeatureDeps {
+  config: Config;
+  sessions: SessionResolver;
+  lifecycle: ShutdownHooks;
+  /** Built early by createPush: the notifications feature runs its strategy. */
+  push: Push;
+}
+
+export function registerPush(app: FastifyInstance, deps: PushFeatureDeps): void {
+  const { config, lifecycle, push } = deps;
+  registerPushRoutes(app, push.service, config.vapid?.publicKey ?? null, deps.sessions);
   const { worker } = push;
   if (!worker) return;
   worker.start();

@@ -3,8 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { authOf, requireAdmin, requireUser } from '../auth/guard.js';
-import { AppError } from '../http/errors.js';
+import { authOf, requireAdmin, requireUser, type SessionResolver } from '../auth/guard.js';
+import { AppError, notFound as notFoundError } from '../http/errors.js';
 import { ErrorSchema } from '../http/schemas.js';
 import { PushErrorCode } from './errors.js';
 import { PushDeliverySchema, SubscribeBodySchema, SubscriptionSchema } from './schemas.js';
@@ -18,12 +18,13 @@ export function registerPushRoutes(
   app: FastifyInstance,
   service: PushService,
   publicKey: string | null,
+  sessions: SessionResolver,
 ): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const authenticate = requireUser(app.ctx.sessions);
+  const authenticate = requireUser(sessions);
   const notConfigured = () =>
     new AppError(404, PushErrorCode.NOT_CONFIGURED, 'Web Push is not configured on this server');
-  const notFound = () => new AppError(404, PushErrorCode.NOT_FOUND, 'Push subscription not found');
+  const notFound = () => notFoundError('Push subscription not found');
 
   r.get(
     '/notification/push/public-key',
@@ -124,7 +125,7 @@ export function registerPushRoutes(
   r.get(
     '/admin/push/deliveries',
     {
-      onRequest: requireAdmin(app.ctx.sessions),
+      onRequest: requireAdmin(sessions),
       schema: {
         tags: ['admin'],
         security,

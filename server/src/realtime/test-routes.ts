@@ -3,14 +3,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { Config } from '../config.js';
 import type { Envelope } from './bus.js';
+import type { Realtime } from './types.js';
 
 export const TEST_ECHO_TOPIC = 'test.echo';
 const KEEP = 1_000;
 
-export function registerRealtimeTestRoutes(app: FastifyInstance): void {
-  if (app.ctx.config.NODE_ENV !== 'test') return;
-  const { realtime } = app.ctx;
+export function registerRealtimeTestRoutes(
+  app: FastifyInstance,
+  deps: { config: Pick<Config, 'NODE_ENV'>; realtime: Realtime },
+): void {
+  if (deps.config.NODE_ENV !== 'test') return;
+  const { realtime } = deps;
   const r = app.withTypeProvider<ZodTypeProvider>();
   const received: Array<Pick<Envelope, 'id' | 'instanceId' | 'sentAt' | 'payload'>> = [];
   realtime.bus.subscribe(TEST_ECHO_TOPIC, (payload, envelope) => {

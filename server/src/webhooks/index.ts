@@ -2,9 +2,12 @@
 // the event queue features write to, and the worker); registerWebhooks adds the admin routes, listens for
 // endpoint changes made on other instances, and starts the worker (docs/architecture.md, "Webhooks").
 import type { FastifyInstance } from 'fastify';
+import type { SessionResolver } from '../auth/guard.js';
 import type { Config } from '../config.js';
-import type { Db } from '../infra/db.js';
+import type { Database, Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
+import type { ShutdownHooks } from '../infra/shutdown.js';
+import type { Realtime } from '../realtime/types.js';
 import { createWebhookEvents, WEBHOOKS_CHANGED_TOPIC, type WebhookEvents } from './events.js';
 import { registerWebhookRoutes } from './routes.js';
 import { createSecretBox } from './secret.js';
@@ -61,8 +64,18 @@ export function createWebhooks(deps: {
   return { events, worker, resolve, secrets };
 }
 
-export async function registerWebhooks(app: FastifyInstance): Promise<void> {
-  const { config, database, realtime, lifecycle, webhooks } = app.ctx;
+export interface WebhooksFeatureDeps {
+  config: Config;
+  database: Database;
+  realtime: Realtime;
+  sessions: SessionResolver;
+  lifecycle: ShutdownHooks;
+  /** Built early by createWebhooks: its event sink is attached to the outbox before the writers run. */
+  webhooks: Webhooks;
+}
+
+export async function registerWebhooks(app: FastifyInstance, deps: WebhooksFeatureDeps): Promise<void> {
+  const { config, database, realtime, lifecycle, webhooks } = deps;
   const service = createWebhookService({
     db: database.db,
     secrets: webhooks.secrets,
@@ -77,7 +90,7 @@ export async function registerWebhooks(app: FastifyInstance): Promise<void> {
   const unsubscribe = realtime.bus.subscribe<unknown>(WEBHOOKS_CHANGED_TOPIC, () => {
     void webhooks.events.refresh();
   });
-  registerWebhookRoutes(app, service);
+  registerWebhookRoutes(app, service, deps.sessions);
   await webhooks.events.refresh();
   webhooks.worker.start();
   // Stopped with the other workers, before the pools it writes through close; sends still in flight after a

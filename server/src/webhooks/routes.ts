@@ -4,10 +4,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { authOf, requireAdmin } from '../auth/guard.js';
-import { AppError, validationError } from '../http/errors.js';
+import { authOf, requireAdmin, type SessionResolver } from '../auth/guard.js';
+import { notFound as notFoundError, validationError } from '../http/errors.js';
 import { ErrorSchema, noNul } from '../http/schemas.js';
-import { WebhookErrorCode } from './errors.js';
 import { WEBHOOK_EVENT_TYPES } from './events.js';
 import { TEST_EVENT_TYPE, type WebhookService } from './service.js';
 import { UrlRefused } from './ssrf.js';
@@ -64,10 +63,13 @@ export const DeliverySchema = z.object({
   deliveredAt: z.string().nullable(),
 });
 
-export function registerWebhookRoutes(app: FastifyInstance, service: WebhookService): void {
-  const { sessions } = app.ctx;
+export function registerWebhookRoutes(
+  app: FastifyInstance,
+  service: WebhookService,
+  sessions: SessionResolver,
+): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const notFound = () => new AppError(404, WebhookErrorCode.NOT_FOUND, 'No such webhook');
+  const notFound = () => notFoundError('No such webhook');
   const idParams = z.object({ id: z.string().max(100) });
 
   r.post(
@@ -273,7 +275,7 @@ export function registerWebhookRoutes(app: FastifyInstance, service: WebhookServ
     async (request, reply) => {
       const { id, deliveryId } = request.params;
       if ((await service.redeliver(id, deliveryId)) === 'not_found') {
-        throw new AppError(404, WebhookErrorCode.NOT_FOUND, 'No such delivery');
+        throw notFoundError('No such delivery');
       }
       return reply.code(202).send({ id: deliveryId });
     },
