@@ -267,8 +267,11 @@ describe('webhooks', () => {
       });
     });
 
-    it('the README verification snippet accepts a real delivery and refuses a tampered one', async () => {
-      const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8');
+    it('the documented verification snippet accepts a real delivery and refuses a tampered one', async () => {
+      const readme = readFileSync(
+        fileURLToPath(new URL('../../../docs/getting-started.md', import.meta.url)),
+        'utf8',
+      );
       const snippet = /```js\n(import \{ createHmac[\s\S]*?export function verifyWebhook[\s\S]*?)```/.exec(
         readme,
       )?.[1];
