@@ -16,8 +16,10 @@ import type { AppContext } from './context.js';
 import { createEmail, createEmailRendererFromConfig, registerEmail } from './email/index.js';
 import { emailOutcomeEvent } from './events/email.js';
 import { createEventOutbox } from './events/outbox.js';
+import { idempotencyRetentionTask } from './http/idempotency.js';
 import { registerClientConfig, registerWebApp } from './http/web-app.js';
-import { createEmailOutbox } from './infra/email-outbox.js';
+import { createEmailOutbox, emailOutboxRetentionTask } from './infra/email-outbox.js';
+import { createHousekeeping } from './infra/housekeeping.js';
 import { canPrettyPrint } from './infra/logger.js';
 import type { Store } from './infra/store.js';
 import { type NotificationService, registerNotifications } from './notifications/index.js';
@@ -119,6 +121,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const { finished, cutShort } = await drain.drain();
     if (finished + cutShort > 0) logger.info({ finished, cutShort }, 'in-flight requests drained');
   });
+  // One scheduler for every table owner's clean-up; the features register theirs below.
+  const housekeeping = createHousekeeping({
+    db: database.db,
+    logger,
+    intervalMs: config.RETENTION_INTERVAL_MS,
+  });
+  housekeeping.register(emailOutboxRetentionTask());
+  housekeeping.register(idempotencyRetentionTask());
   const metrics = createHeraldMetrics(config.INSTANCE_ID);
   installHttpMetrics(app, metrics);
 
@@ -171,7 +181,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerWebApp(app, config, logger);
 
   // features
-  const base = { config, logger, database, store, sessions, lifecycle };
+  const base = { config, logger, database, store, sessions, lifecycle, housekeeping };
   const notifications = registerNotifications(app, {
     ...base,
     realtime,
@@ -181,7 +191,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     extraStrategies: [push.strategy],
     observeFanout: (seconds) => metrics.sseFanout.observe(seconds),
   });
-  registerEmail(app, { config, database, events, lifecycle, email });
+  registerEmail(app, { ...base, events, email });
   const apiKeys = registerApiKeys(app, base);
   registerAdmin(app, { ...base, drain, notifications: notifications.service, apiKeys });
   registerChat(app, {
@@ -211,8 +221,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   lifecycle.onShutdown('close-pools', 'revocation', async () => revocation.close());
   outbox.start();
-  // Stopped with the other workers, before the pools it writes through close.
+  housekeeping.start();
+  // Stopped with the other workers, before the pools they write through close.
   lifecycle.onShutdown('close-connections', 'email-outbox', () => outbox.stop());
+  lifecycle.onShutdown('close-connections', 'housekeeping', () => housekeeping.stop());
   lifecycle.onShutdown('close-pools', 'mailer', () => mailer.close());
   lifecycle.onShutdown('close-pools', 'store', () => store.close());
   lifecycle.onShutdown('close-pools', 'database', () => database.close());
@@ -223,7 +235,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.ready();
   const ctx: AppContext = {
     ...{ config, logger, database, store, mailer, outbox, email, realtime, auth, sessions, revocation },
-    ...{ lifecycle, metrics, overload, events, drain, clientLimits, webhooks, push },
+    ...{ lifecycle, metrics, overload, events, drain, clientLimits, webhooks, push, housekeeping },
   };
   return Object.assign(app, {
     ctx,

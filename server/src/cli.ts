@@ -4,18 +4,25 @@
 // holds it: PGlite is single-process, and a second process's writes would be lost.
 import { parseArgs } from 'node:util';
 import { eq } from 'drizzle-orm';
+import { broadcastSendRetentionTask } from './admin/sends.js';
 import { createAuth, hashPassword } from './auth/auth.js';
 import { createRevocation, type Revocation } from './auth/revocation.js';
 import { type Config, ConfigError, loadConfig, type ProductionRequired } from './config.js';
+import { digestRetentionTask } from './email/digest.js';
 import { createEmailRendererFromConfig } from './email/index.js';
+import { idempotencyRetentionTask } from './http/idempotency.js';
 import { DataDirLockedError } from './infra/data-dir-lock.js';
 import { createDatabase, type Database } from './infra/db.js';
-import { createEmailOutbox } from './infra/email-outbox.js';
+import { createEmailOutbox, emailOutboxRetentionTask } from './infra/email-outbox.js';
+import { createHousekeeping } from './infra/housekeeping.js';
 import type { Logger } from './infra/logger.js';
 import { createMailer } from './infra/mailer.js';
 import { user as userTable } from './infra/schema/index.js';
 import { createStore } from './infra/store.js';
-import { runRetention } from './notifications/retention.js';
+import { notificationRetentionTask } from './notifications/retention.js';
+import { createUnreadCache } from './notifications/unread-cache.js';
+import { pushDeliveryRetentionTask } from './push/worker.js';
+import { webhookDeliveryRetentionTask } from './webhooks/worker.js';
 
 const USAGE = `Usage:
   npm run cli -- migrate
@@ -267,7 +274,8 @@ export async function runCli(
     return 'migrations applied';
   }
   if (command === 'retention') {
-    // One notification housekeeping run now (the same job every instance runs on RETENTION_INTERVAL_MS).
+    // One housekeeping run now: the same tasks every instance runs on RETENTION_INTERVAL_MS (each owner's task,
+    // registered by its feature in app.ts; listed here because the CLI builds no app).
     const database = await openDatabase(config, 'retention');
     const store = createStore({
       url: config.CACHE_URL,
@@ -276,7 +284,27 @@ export async function runCli(
     });
     try {
       await database.migrate();
-      const r = await runRetention({ config, database, store, logger: consoleLogger() });
+      const logger = consoleLogger();
+      // The counts live in the store: rows deleted here must not leave stale cached counts behind.
+      const unread = createUnreadCache({ store, logger, countFromDb: async () => 0 });
+      const housekeeping = createHousekeeping({
+        db: database.db,
+        logger,
+        intervalMs: config.RETENTION_INTERVAL_MS,
+      });
+      for (const task of [
+        notificationRetentionTask(config, unread),
+        emailOutboxRetentionTask(),
+        idempotencyRetentionTask(),
+        broadcastSendRetentionTask(),
+        digestRetentionTask(),
+        webhookDeliveryRetentionTask(),
+        pushDeliveryRetentionTask(),
+      ]) {
+        housekeeping.register(task);
+      }
+      const r = await housekeeping.runOnce();
+      unread.close();
       return r.ran
         ? `retention: ${r.expiredDeleted} expired and ${r.overflowDeleted} over-limit notifications deleted`
         : 'retention: another instance is running it; nothing done';

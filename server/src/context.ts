@@ -11,6 +11,7 @@ import type { CutShort } from './http/drain.js';
 import type { OverloadMonitor } from './http/overload.js';
 import type { Database } from './infra/db.js';
 import type { EmailOutbox } from './infra/email-outbox.js';
+import type { Housekeeping } from './infra/housekeeping.js';
 import type { Logger } from './infra/logger.js';
 import type { Mailer } from './infra/mailer.js';
 import type { Store } from './infra/store.js';
@@ -57,4 +58,6 @@ export interface AppContext {
 
   /** Per-client limits (http/client-limits.ts), ahead of the overload guard. */
   clientLimits: ClientLimits;
+  /** The shared housekeeping scheduler (infra/housekeeping.ts) with every owner's task registered. */
+  housekeeping: Housekeeping;
 }

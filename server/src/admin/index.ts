@@ -13,6 +13,7 @@ import { notFound } from '../http/errors.js';
 import { withIdempotency } from '../http/idempotency.js';
 import { ErrorSchema } from '../http/schemas.js';
 import type { Database } from '../infra/db.js';
+import type { Housekeeping } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { ShutdownHooks } from '../infra/shutdown.js';
 import type { NotificationService } from '../notifications/index.js';
@@ -23,7 +24,7 @@ import {
   broadcast,
   broadcastSourceKey,
 } from './broadcast.js';
-import { createSendQueue } from './sends.js';
+import { broadcastSendRetentionTask, createSendQueue } from './sends.js';
 
 const SendStatusSchema = z.enum(['queued', 'running', 'done', 'failed']);
 
@@ -75,6 +76,8 @@ export interface AdminDeps {
   drain: CutShort;
   notifications: NotificationService;
   apiKeys: ApiKeyService;
+  /** The shared housekeeping scheduler: the feature registers its tables' retention task. */
+  housekeeping: Pick<Housekeeping, 'register'>;
 }
 
 export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
@@ -102,6 +105,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
     staleMs: claim.staleMs,
   });
   app.addHook('onReady', async () => sends.start());
+  deps.housekeeping.register(broadcastSendRetentionTask());
   // Stopped with the other queue workers while the pools are still open: a send under way stops after its
   // current batch and is handed back for another instance.
   deps.lifecycle.onShutdown('close-connections', 'broadcast-queue', () => sends.stop());

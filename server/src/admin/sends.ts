@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm';
 import { AppError } from '../http/errors.js';
 import { requestHash } from '../http/idempotency.js';
 import { type Db, rowsOf } from '../infra/db.js';
+import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { NotificationService } from '../notifications/service.js';
 import { type BroadcastBody, type BroadcastResult, broadcast } from './broadcast.js';
@@ -268,3 +269,15 @@ class SendStopped extends Error {
 }
 
 export type SendQueue = ReturnType<typeof createSendQueue>;
+
+/**
+ * Finished asynchronous sends (their progress resources) are kept 7 days, then deleted; queued and running ones
+ * always stay. Their Idempotency-Key answers retries for as long as the row exists.
+ */
+export const broadcastSendRetentionTask = (): HousekeepingTask =>
+  deleteOlderThan({
+    owner: 'admin',
+    countName: 'broadcastSendsDeleted',
+    statement: sql`delete from broadcast_send where status in ('done', 'failed')
+                   and coalesce(finished_at, created_at) < now() - make_interval(days => 7) returning 1`,
+  });

@@ -6,6 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import type { EmailOutbox, OutboxEmail } from '../infra/email-outbox.js';
+import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import { createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
 import type { EmailRecipient } from '../notifications/repository.js';
@@ -218,3 +219,12 @@ export function createDigests(deps: {
 }
 
 export type Digests = ReturnType<typeof createDigests>;
+
+/** Finished digest windows (sent, empty or skipped) are kept 7 days; pending ones always. */
+export const digestRetentionTask = (): HousekeepingTask =>
+  deleteOlderThan({
+    owner: 'email',
+    countName: 'digestsDeleted',
+    statement: sql`delete from email_digest where status <> 'pending'
+                   and coalesce(finished_at, created_at) < now() - make_interval(days => 7) returning 1`,
+  });

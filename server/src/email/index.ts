@@ -6,10 +6,11 @@ import type { Config } from '../config.js';
 import type { EventOutbox } from '../events/outbox.js';
 import type { Database, Db } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
+import type { Housekeeping } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { ShutdownHooks } from '../infra/shutdown.js';
 import { createNotificationRepository } from '../notifications/repository.js';
-import { createDigests } from './digest.js';
+import { createDigests, digestRetentionTask } from './digest.js';
 import { createNotificationEmails } from './notification-emails.js';
 import { createEmailRenderer, type EmailRenderer } from './renderer.js';
 import { registerUnsubscribeRoutes } from './routes.js';
@@ -70,6 +71,8 @@ export interface EmailDeps {
   events: EventOutbox;
   lifecycle: ShutdownHooks;
   email: Email;
+  /** The shared housekeeping scheduler: the feature registers its tables' retention task. */
+  housekeeping: Pick<Housekeeping, 'register'>;
 }
 
 export function registerEmail(app: FastifyInstance, deps: EmailDeps): void {
@@ -80,5 +83,6 @@ export function registerEmail(app: FastifyInstance, deps: EmailDeps): void {
     feBaseUrl: config.FE_BASE_URL,
   });
   email.digests.start();
+  deps.housekeeping.register(digestRetentionTask());
   lifecycle.onShutdown('close-connections', 'email-digests', () => email.digests.stop());
 }

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { type Db, rowsOf } from '../infra/db.js';
+import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { CutShort } from './drain.js';
 import { AppError } from './errors.js';
 
@@ -175,3 +176,11 @@ export async function withIdempotency<T extends Record<string, unknown>>(
   }
   return result;
 }
+
+/** Idempotency keys answer retries for 24 h (CONTRACT §5); older ones are deleted. */
+export const idempotencyRetentionTask = (): HousekeepingTask =>
+  deleteOlderThan({
+    owner: 'idempotency',
+    countName: 'idempotencyKeysDeleted',
+    statement: sql`delete from idempotency_key where created_at < now() - make_interval(hours => 24) returning 1`,
+  });

@@ -2,6 +2,7 @@
 // backoff mechanics are shared with the webhook queue (infra/queue.ts).
 import { type SQL, sql } from 'drizzle-orm';
 import { type Db, rowsOf, textArray } from './db.js';
+import { deleteOlderThan, type HousekeepingTask } from './housekeeping.js';
 import type { Logger } from './logger.js';
 import type { Mail, Mailer } from './mailer.js';
 import { createQueueLoop, dueAndUnleased, inMs, backoffMs as jitteredBackoff } from './queue.js';
@@ -243,3 +244,12 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
 }
 
 export type EmailOutbox = ReturnType<typeof createEmailOutbox>;
+
+/** The outbox's housekeeping: sent and given-up rows (the email log) are kept 7 days. */
+export const emailOutboxRetentionTask = (): HousekeepingTask =>
+  deleteOlderThan({
+    owner: 'email-outbox',
+    countName: 'emailsDeleted',
+    statement: sql`delete from email_outbox where status in ('sent', 'failed')
+                   and created_at < now() - make_interval(days => 7) returning 1`,
+  });

@@ -6,6 +6,7 @@ import type { Revocation } from '../auth/revocation.js';
 import type { Config } from '../config.js';
 import type { EventOutbox } from '../events/outbox.js';
 import type { Database } from '../infra/db.js';
+import type { Housekeeping } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { ObserveSeconds, ShutdownHooks } from '../infra/shutdown.js';
 import type { Store } from '../infra/store.js';
@@ -20,14 +21,14 @@ import {
 import { NotificationErrorCode } from './errors.js';
 import { NOTIFICATION_EVENTS_TOPIC, NotificationBusMessageSchema } from './events.js';
 import { createNotificationRepository } from './repository.js';
-import { startRetentionJob } from './retention.js';
+import { notificationRetentionTask } from './retention.js';
 import { registerNotificationRoutes } from './routes.js';
 import { actionUrlPolicy } from './schemas.js';
 import { createNotificationService, type NotificationService } from './service.js';
 import { createStreamHub, type StreamHub } from './stream-hub.js';
 import { createUnreadCache } from './unread-cache.js';
 
-export { runRetention } from './retention.js';
+export { notificationRetentionTask } from './retention.js';
 export type { NotificationService } from './service.js';
 
 export interface NotificationsDeps {
@@ -46,6 +47,8 @@ export interface NotificationsDeps {
   extraStrategies: DeliveryStrategy[];
   /** Time to fan one bus message out to this instance's streams. */
   observeFanout: ObserveSeconds;
+  /** The shared housekeeping scheduler: the feature registers its tables' retention task. */
+  housekeeping: Pick<Housekeeping, 'register'>;
 }
 
 /** What other parts use: the service (create, read, forget caches) and the stream hub (metrics, tests). */
@@ -125,11 +128,7 @@ export function registerNotifications(app: FastifyInstance, deps: NotificationsD
     hub.disconnectUser(event.userId, event.reason, event.sessionId);
   });
 
-  const retention = startRetentionJob(
-    { config, database, store, logger },
-    config.RETENTION_INTERVAL_MS,
-    unread,
-  );
+  deps.housekeeping.register(notificationRetentionTask(config, unread));
 
   registerNotificationRoutes(app, { service, hub, sessions: deps.sessions, lifecycle, realtime });
 
@@ -143,7 +142,6 @@ export function registerNotifications(app: FastifyInstance, deps: NotificationsD
     unsubscribe();
     offRecovered();
     offDisconnect();
-    await retention.stop();
     unread.close();
   });
   return { service, streams: hub };

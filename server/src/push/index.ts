@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SessionResolver } from '../auth/guard.js';
 import type { Config } from '../config.js';
 import type { Db } from '../infra/db.js';
+import type { Housekeeping } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { ShutdownHooks } from '../infra/shutdown.js';
 import type { DeliveryStrategy } from '../notifications/delivery.js';
@@ -13,7 +14,7 @@ import type { AddressCheck, PushEvents, PushSender } from './ports.js';
 import { registerPushRoutes } from './routes.js';
 import { createPushService, type PushService } from './service.js';
 import { pushDeliveryStrategy } from './strategy.js';
-import { createPushWorker, type PushWorker } from './worker.js';
+import { createPushWorker, type PushWorker, pushDeliveryRetentionTask } from './worker.js';
 
 export type { PushQueueStats } from './worker.js';
 
@@ -84,11 +85,14 @@ export interface PushFeatureDeps {
   lifecycle: ShutdownHooks;
   /** Built early by createPush: the notifications feature runs its strategy. */
   push: Push;
+  /** The shared housekeeping scheduler: the feature registers its tables' retention task. */
+  housekeeping: Pick<Housekeeping, 'register'>;
 }
 
 export function registerPush(app: FastifyInstance, deps: PushFeatureDeps): void {
   const { config, lifecycle, push } = deps;
   registerPushRoutes(app, push.service, config.vapid?.publicKey ?? null, deps.sessions);
+  deps.housekeeping.register(pushDeliveryRetentionTask());
   const { worker } = push;
   if (!worker) return;
   worker.start();

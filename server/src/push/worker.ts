@@ -10,6 +10,7 @@
 import { sql } from 'drizzle-orm';
 import type { DomainEvent } from '../events/outbox.js';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
+import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import { backoffMs, createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
 import type { MessageBuilder } from './message.js';
@@ -21,9 +22,6 @@ const MAX_BACKOFF_MS = 60 * 60 * 1000;
 const STOP_GRACE_MS = 2_000;
 /** Finished rows (the delivery log admins read) are kept this long. */
 const FINISHED_KEEP_DAYS = 7;
-const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
-/** Arbitrary but fixed; distinct from the migration and retention locks. */
-const PRUNE_LOCK_KEY = 727_001_125;
 
 export type PushStatus = 'pending' | 'sent' | 'failed' | 'gone' | 'cancelled';
 
@@ -345,31 +343,11 @@ export function createPushWorker(options: PushWorkerOptions) {
     },
   });
 
-  const prune = async () => {
-    try {
-      await db.transaction(async (tx) => {
-        const [lock] = rowsOf<{ locked: boolean }>(
-          await tx.execute(sql`select pg_try_advisory_xact_lock(${PRUNE_LOCK_KEY}) as locked`),
-        );
-        if (!lock?.locked) return;
-        await tx.execute(sql`
-          delete from push_delivery where status <> 'pending'
-            and created_at < now() - make_interval(days => ${FINISHED_KEEP_DAYS}::int)`);
-      });
-    } catch (err) {
-      logger.warn({ err }, 'push: pruning the delivery log failed');
-    }
-  };
-  let pruneTimer: NodeJS.Timeout | undefined;
-
   return {
     start() {
       loop.start();
-      pruneTimer = setInterval(() => void prune(), PRUNE_INTERVAL_MS);
-      pruneTimer.unref();
     },
     kick: () => loop.kick(),
-    prune,
     async stats(): Promise<PushQueueStats> {
       const [row] = rowsOf<{ n: string | number }>(
         await db.execute(sql`select count(*) as n from push_delivery where status = 'pending'`),
@@ -381,7 +359,6 @@ export function createPushWorker(options: PushWorkerOptions) {
      * after it is not waited for: its lease expires and another instance sends it again (at least once).
      */
     async stop() {
-      clearInterval(pruneTimer);
       await loop.stop();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
@@ -398,3 +375,12 @@ export function createPushWorker(options: PushWorkerOptions) {
 }
 
 export type PushWorker = ReturnType<typeof createPushWorker>;
+
+/** The delivery log's housekeeping (a task of the shared scheduler): finished rows are kept FINISHED_KEEP_DAYS. */
+export const pushDeliveryRetentionTask = (): HousekeepingTask =>
+  deleteOlderThan({
+    owner: 'push',
+    countName: 'pushDeliveriesDeleted',
+    statement: sql`delete from push_delivery where status <> 'pending'
+                   and created_at < now() - make_interval(days => ${FINISHED_KEEP_DAYS}::int) returning 1`,
+  });

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SessionResolver } from '../auth/guard.js';
 import type { Config } from '../config.js';
 import type { Database, Db } from '../infra/db.js';
+import type { Housekeeping } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { ShutdownHooks } from '../infra/shutdown.js';
 import type { Realtime } from '../realtime/types.js';
@@ -14,7 +15,7 @@ import { createSecretBox } from './secret.js';
 import { createSender } from './sender.js';
 import { createWebhookService } from './service.js';
 import { type Resolver, systemResolver } from './ssrf.js';
-import { createWebhookWorker, PREFETCH, type WebhookWorker } from './worker.js';
+import { createWebhookWorker, PREFETCH, type WebhookWorker, webhookDeliveryRetentionTask } from './worker.js';
 
 export type { WebhookEvents, WebhookEventType } from './events.js';
 export { WEBHOOK_EVENT_TYPES } from './events.js';
@@ -72,6 +73,8 @@ export interface WebhooksFeatureDeps {
   lifecycle: ShutdownHooks;
   /** Built early by createWebhooks: its event sink is attached to the outbox before the writers run. */
   webhooks: Webhooks;
+  /** The shared housekeeping scheduler: the feature registers its tables' retention task. */
+  housekeeping: Pick<Housekeeping, 'register'>;
 }
 
 export async function registerWebhooks(app: FastifyInstance, deps: WebhooksFeatureDeps): Promise<void> {
@@ -91,6 +94,7 @@ export async function registerWebhooks(app: FastifyInstance, deps: WebhooksFeatu
     void webhooks.events.refresh();
   });
   registerWebhookRoutes(app, service, deps.sessions);
+  deps.housekeeping.register(webhookDeliveryRetentionTask());
   await webhooks.events.refresh();
   webhooks.worker.start();
   // Stopped with the other workers, before the pools it writes through close; sends still in flight after a

@@ -6,6 +6,7 @@
 // skipped by later claims, while every other endpoint keeps being served.
 import { sql } from 'drizzle-orm';
 import { type Db, rowsOf } from '../infra/db.js';
+import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import { backoffMs, createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
 import { SpanKind, withSpan } from '../infra/tracing.js';
@@ -296,3 +297,12 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
 }
 
 export type WebhookWorker = ReturnType<typeof createWebhookWorker>;
+
+/** The delivery log's housekeeping: delivered and given-up deliveries are kept 7 days; pending ones always. */
+export const webhookDeliveryRetentionTask = (): HousekeepingTask =>
+  deleteOlderThan({
+    owner: 'webhooks',
+    countName: 'webhookDeliveriesDeleted',
+    statement: sql`delete from webhook_delivery where status <> 'pending'
+                   and created_at < now() - make_interval(days => 7) returning 1`,
+  });

@@ -2,7 +2,6 @@
 // answer, and never once any change to the user's notifications has returned, whichever instance made it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { runRetention } from '../../src/notifications/index.js';
 import { createUnreadCache } from '../../src/notifications/unread-cache.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { startRedisServer } from '../helpers/redis-server.js';
@@ -124,7 +123,7 @@ describe('first-page cache', () => {
       { title: 'recent', createdAt: new Date(Date.now() - 1000) },
     ]);
     expect((await list(a, u)).body.pagination.totalCount).toBe(2);
-    const result = await runRetention(b.ctx);
+    const result = await b.ctx.housekeeping.runOnce();
     expect(result.expiredDeleted).toBeGreaterThanOrEqual(1);
     const after = (await list(a, u)).body;
     expect(after.notifications.map((n) => n.title)).toEqual(['recent']);

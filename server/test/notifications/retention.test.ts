@@ -3,7 +3,6 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { rowsOf } from '../../src/infra/db.js';
-import { runRetention } from '../../src/notifications/index.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { dbUnread, seed } from '../helpers/seed.js';
 import { createVerifiedUser } from '../helpers/users.js';
@@ -71,7 +70,7 @@ describe('notification retention', () => {
     });
     expect(before.json().unreadCount).toBe(5);
 
-    const result = await runRetention(app.ctx);
+    const result = await app.ctx.housekeeping.runOnce();
     expect(result).toMatchObject({ ran: true, expiredDeleted: 3, overflowDeleted: 3 });
     expect(await idsOf(a.id)).toEqual([...aKeep].sort());
     expect(aOld.every((id) => id)).toBe(true);
@@ -90,7 +89,11 @@ describe('notification retention', () => {
     expect(after.json().unreadCount).toBe(3);
 
     // a second run finds nothing more
-    expect(await runRetention(app.ctx)).toMatchObject({ ran: true, expiredDeleted: 0, overflowDeleted: 0 });
+    expect(await app.ctx.housekeeping.runOnce()).toMatchObject({
+      ran: true,
+      expiredDeleted: 0,
+      overflowDeleted: 0,
+    });
   });
 
   it('prunes finished webhook deliveries after 7 days, never pending ones', async () => {
@@ -102,7 +105,7 @@ describe('notification retention', () => {
       select (select id from webhook_endpoint limit 1), 'msg_' || s || a, 'user.created', '{}', s,
              now() - make_interval(days => a)
       from unnest(array['delivered', 'failed', 'pending']) s, unnest(array[1, 8]) a`);
-    const result = await runRetention(app.ctx);
+    const result = await app.ctx.housekeeping.runOnce();
     expect(result.webhookDeliveriesDeleted).toBe(2);
     const left = rowsOf<{ event_id: string }>(
       await db.execute(sql`select event_id from webhook_delivery order by event_id`),
@@ -110,14 +113,51 @@ describe('notification retention', () => {
     expect(left).toEqual(['msg_delivered1', 'msg_failed1', 'msg_pending1', 'msg_pending8']);
   });
 
+  it('every table owner takes part in the one run: finished sends, digests and push deliveries go after 7 days', async () => {
+    const db = app.ctx.database.db;
+    const u = await createVerifiedUser(app, env.smtp);
+    await db.execute(sql`
+      insert into broadcast_send (scope, request_hash, body, status, created_at, finished_at)
+      select 'user:x', 'h', '{}', s, now() - make_interval(days => a), now() - make_interval(days => a)
+      from unnest(array['done', 'failed', 'running']) s, unnest(array[1, 8]) a`);
+    await db.execute(sql`
+      insert into email_digest (user_id, window_start, window_end, status, next_attempt_at, created_at, finished_at)
+      select ${u.id}, now() - make_interval(days => a, secs => i), now(), s, now(),
+             now() - make_interval(days => a), now() - make_interval(days => a)
+      from unnest(array['sent', 'empty', 'pending']) with ordinality as t(s, i), unnest(array[1, 8]) a`);
+    await db.execute(sql`
+      insert into push_delivery (notification_id, subscription_id, user_id, push_service, status, created_at)
+      select gen_random_uuid(), gen_random_uuid(), ${u.id}, 'https://push.example', s, now() - make_interval(days => a)
+      from unnest(array['sent', 'gone', 'pending']) s, unnest(array[1, 8]) a`);
+    const result = await app.ctx.housekeeping.runOnce();
+    expect(result).toMatchObject({
+      ran: true,
+      broadcastSendsDeleted: 2,
+      digestsDeleted: 2,
+      pushDeliveriesDeleted: 2,
+      emailsDeleted: expect.any(Number),
+      idempotencyKeysDeleted: expect.any(Number),
+      webhookDeliveriesDeleted: expect.any(Number),
+      eventsDeleted: expect.any(Number),
+    });
+    const statuses = async (table: 'broadcast_send' | 'email_digest' | 'push_delivery') =>
+      rowsOf<{ status: string }>(
+        await db.execute(sql`select status from ${sql.raw(table)} order by status`),
+      ).map((r) => r.status);
+    // Recent finished rows and every unfinished one stay.
+    expect(await statuses('broadcast_send')).toEqual(['done', 'failed', 'running', 'running']);
+    expect(await statuses('email_digest')).toEqual(['empty', 'pending', 'pending', 'sent']);
+    expect(await statuses('push_delivery')).toEqual(['gone', 'pending', 'pending', 'sent']);
+  });
+
   it('runs on one instance at a time (advisory lock)', async () => {
     const client = new pg.Client({ connectionString: env.db.url });
     await client.connect();
     try {
       await client.query('select pg_advisory_lock(727001043)');
-      expect((await runRetention(app.ctx)).ran).toBe(false);
+      expect((await app.ctx.housekeeping.runOnce()).ran).toBe(false);
       await client.query('select pg_advisory_unlock(727001043)');
-      expect((await runRetention(app.ctx)).ran).toBe(true);
+      expect((await app.ctx.housekeeping.runOnce()).ran).toBe(true);
     } finally {
       await client.end();
     }
