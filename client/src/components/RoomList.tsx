@@ -1,7 +1,7 @@
 // My chat rooms (CONTRACT §6.1), most recent activity first, with unread badges kept current live; create a room
 // (public or private), browse and join public rooms, select one. Direct conversations start from a member's name in
 // a `ChatRoom` (its `onOpenRoom`) and appear here. Every control has an accessible name (§10).
-import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
 import type { ChatRoom, ChatRoomKind } from '../contract.js';
 import { useHeraldClient, useRooms } from '../hooks.js';
 import { cx, errorMessage, plural } from './format.js';
@@ -47,6 +47,7 @@ export function RoomList({
   const [failure, setFailure] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const Heading = `h${headingLevel}` as 'h2';
+  const id = useId();
 
   // No socket frame announces a room someone else put me in; a direct message or a mention in it arrives as a
   // notification (whenever the app keeps the feed live): reload the list when one names a room it lacks.
@@ -152,17 +153,28 @@ export function RoomList({
       </div>
       {panel === 'create' ? (
         <form className="herald-toolbar" onSubmit={(e) => void create(e)}>
-          <label className="herald-field">
-            <span>Room name</span>
-            <input value={name} maxLength={80} required onChange={(e) => setName(e.target.value)} />
-          </label>
-          <label className="herald-field">
-            <span>Visibility</span>
-            <select value={kind} onChange={(e) => setKind(e.target.value as 'public' | 'private')}>
+          {/* Labels by `for`: a wrapping label would add the select's value to its name ("Visibility Public"). */}
+          <div className="herald-field">
+            <label htmlFor={`${id}n`}>Room name</label>
+            <input
+              id={`${id}n`}
+              value={name}
+              maxLength={80}
+              required
+              onChange={(e) => setName(e.target.value)}
+            />
+          </div>
+          <div className="herald-field">
+            <label htmlFor={`${id}k`}>Visibility</label>
+            <select
+              id={`${id}k`}
+              value={kind}
+              onChange={(e) => setKind(e.target.value as 'public' | 'private')}
+            >
               <option value="public">Public</option>
               <option value="private">Private</option>
             </select>
-          </label>
+          </div>
           <button type="submit" className="herald-button" disabled={busy || name.trim() === ''}>
             Create room
           </button>
