@@ -374,6 +374,10 @@ describe('ChatRoom in other rooms', () => {
     await act(async () => s.emit({ type: 'read', roomId: DM, userId: 'u2', seq: 3 } as ChatServerEvent));
     await until(() => seen()[0]?.textContent?.includes('Are you there?'), 'receipt moved');
     expect(seen()).toHaveLength(1);
+    // Removed from the room (elsewhere): read-only, and it says why.
+    await act(async () => s.emit({ type: 'unsubscribed', roomId: DM, reason: 'removed' } as ChatServerEvent));
+    await until(() => byLabel(el, 'Message') === undefined, 'composer gone');
+    expect(el.querySelector('[role="alert"]')?.textContent).toBe('You are no longer a member of this room');
   });
 
   it('a public room I am not in: reads, offers Join, then writes; a name in a message opens a direct room', async () => {

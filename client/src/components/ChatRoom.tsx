@@ -269,7 +269,8 @@ function LiveRoomView(props: ChatRoomProps & { roomId: string }) {
   }, [client, roomId, me, version]);
 
   const info = detail?.room;
-  const member = info?.role !== undefined;
+  // Removed meanwhile (left on another device, or by the owner): read-only from then on.
+  const member = info?.role !== undefined && r.status !== 'removed';
   const other = info?.kind === 'direct' ? detail?.members.find((m) => m.userId !== me) : undefined;
   const join = async () => {
     try {
