@@ -36,7 +36,8 @@ const core = "export * from './src/index.ts';";
 const react = "export * from './src/react.tsx';";
 const hooks =
   "export { HeraldProvider, useChat, useHeraldClient, useNotifications, useSession, useUnreadCount } from './src/react.tsx';";
-const components = "export { ChatRoom, NotificationBell, NotificationInbox } from './src/react.tsx';";
+const components =
+  "export { ChatRoom, NotificationBell, NotificationInbox, RoomList } from './src/react.tsx';";
 const rows = [
   await measure('core, with better-auth', core, REACT),
   await measure('core, without better-auth', core, [...REACT, ...BETTER_AUTH]),

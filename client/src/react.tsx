@@ -1,5 +1,5 @@
 // @herald/client/react: the React binding (HeraldProvider and hooks, hooks.tsx) and the drop-in components
-// (NotificationBell, NotificationInbox, ChatRoom), styled by `@herald/client/styles.css`. See client/README.md.
+// (NotificationBell, NotificationInbox, ChatRoom, RoomList), styled by `@herald/client/styles.css`. See client/README.md.
 export { ChatRoom, type ChatRoomProps, GENERAL_ROOM } from './components/ChatRoom.js';
 export { NotificationBell, type NotificationBellProps } from './components/NotificationBell.js';
 export {
@@ -7,6 +7,7 @@ export {
   NotificationInbox,
   type NotificationInboxProps,
 } from './components/NotificationInbox.js';
+export { RoomList, type RoomListProps } from './components/RoomList.js';
 export {
   HeraldProvider,
   type SessionState,

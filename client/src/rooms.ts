@@ -195,8 +195,11 @@ export function createRooms(deps: RoomsDeps): RoomsApi {
     const f = follows.get(roomId);
     if (f) {
       f.count++;
-      // The newest holder's cursor; subscribing again gives it its own `subscribed` (the server re-registers).
-      f.cursor = cursor;
+      // Subscribing again gives the new holder its own `subscribed` (the server re-registers). A holder that knows
+      // no cursor (the room list) must not hide the room's own: resubscribing without one after a reconnect would
+      // skip the replay of what was missed.
+      const before = f.cursor;
+      f.cursor = () => cursor() ?? before();
     } else follows.set(roomId, { count: 1, cursor });
     subscribeFrame(roomId);
     if (!detach) {

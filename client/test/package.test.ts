@@ -26,7 +26,14 @@ import {
   type Notification,
   type NotificationType,
 } from '@herald/client';
-import { ChatRoom, HeraldProvider, NotificationBell, NotificationInbox, useUnreadCount } from '@herald/client/react';
+import {
+  ChatRoom,
+  HeraldProvider,
+  NotificationBell,
+  NotificationInbox,
+  RoomList,
+  useUnreadCount,
+} from '@herald/client/react';
 import { createElement } from 'react';
 
 const client = createHeraldClient({ baseURL: 'http://localhost:3001' });
@@ -60,6 +67,7 @@ export const app = createElement(HeraldProvider, {
     createElement(NotificationBell, { key: 'bell' }),
     createElement(NotificationInbox, { key: 'inbox', pageSize: 10 }),
     createElement(ChatRoom, { key: 'chat', roomId: 'general' }),
+    createElement(RoomList, { key: 'rooms', onSelectRoom: (id: string) => id.length }),
   ],
 });
 export type Hook = typeof useUnreadCount;
@@ -75,7 +83,7 @@ const out = {
   types: herald.NOTIFICATION_TYPES.length,
   close: herald.ChatCloseCode.SESSION_ENDED,
   events: herald.NOTIFICATION_STREAM_EVENTS.includes('new_notification'),
-  components: [react.NotificationBell, react.NotificationInbox, react.ChatRoom].every((c) => typeof c === 'function'),
+  components: [react.NotificationBell, react.NotificationInbox, react.ChatRoom, react.RoomList].every((c) => typeof c === 'function'),
   styles: import.meta.resolve('@herald/client/styles.css').endsWith('/dist/styles.css'),
 };
 client.close();

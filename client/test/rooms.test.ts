@@ -25,7 +25,7 @@ const rm = (seq: number, extra: Partial<RoomMessage> = {}): RoomMessage => ({
   ...extra,
 });
 
-function setup(page: RoomMessage[] = []) {
+function setup(page: RoomMessage[] = [], mine: Array<Record<string, unknown>> = []) {
   const sockets: FakeSocket[] = [];
   const openSocket = (url: string) => {
     const s = new FakeSocket(url);
@@ -44,7 +44,7 @@ function setup(page: RoomMessage[] = []) {
       }
       if (url.pathname === '/chat/rooms') {
         if (init.method === 'POST') return Response.json({ room: { id: ROOM, ...body } }, { status: 201 });
-        return Response.json({ rooms: [] });
+        return Response.json({ rooms: mine });
       }
       if (url.pathname === '/chat/direct') return Response.json({ room: { id: ROOM, kind: 'direct' } });
       if (url.pathname === '/auth/get-session') {
@@ -158,5 +158,31 @@ describe('chat.rooms', () => {
     expect(room.getState().status).toBe('removed');
     // Frames of other rooms never reach the general chat state.
     expect(client.chat.getState().messages).toEqual([]);
+  });
+
+  it('a room shown while the room list follows it too still resumes exactly after a reconnect', async () => {
+    const listed = { id: ROOM, kind: 'direct', name: 'Bob', lastSeq: 2, lastReadSeq: 2, unreadCount: 0 };
+    const { client, sockets } = setup([rm(1), rm(2)], [listed]);
+    const room = client.chat.rooms.room(ROOM);
+    const releaseRoom = room.retain();
+    const s1 = await waitFor(() => sockets[0], 'socket');
+    s1.accept();
+    await waitFor(() => s1.sentOf('subscribe').length > 0, 'subscribe');
+    emit(s1, { type: 'subscribed', roomId: ROOM, lastSeq: 2, rev: 2, replayed: 0, resync: false });
+    await waitFor(() => room.getState().status === 'live', 'first page');
+    // The list follows the same room (it knows no cursor of its own): its subscribe resumes from the room's.
+    const releaseList = client.chat.rooms.roomList().retain();
+    await waitFor(() => s1.sentOf('subscribe').length === 2, 'the list follows the room');
+    expect(s1.sentOf('subscribe')[1]).toEqual({ type: 'subscribe', roomId: ROOM, sinceSeq: 2, sinceRev: 2 });
+    emit(s1, { type: 'subscribed', roomId: ROOM, lastSeq: 2, rev: 2, replayed: 0, resync: false });
+    emit(s1, { type: 'new_message', roomId: ROOM, rev: 3, message: rm(3) });
+
+    s1.serverClose(1006);
+    const s2 = await waitFor(() => sockets[1], 'reconnect');
+    s2.accept();
+    await waitFor(() => s2.sentOf('subscribe').length > 0, 'resubscribe');
+    expect(s2.sentOf('subscribe')[0]).toEqual({ type: 'subscribe', roomId: ROOM, sinceSeq: 3, sinceRev: 3 });
+    releaseList();
+    releaseRoom();
   });
 });

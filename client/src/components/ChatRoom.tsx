@@ -1,24 +1,24 @@
 // A chat room: history with scroll-back (older pages load at the top), send, edit and delete one's own messages,
 // typing indicators and presence; admins may delete any message and purge a user's messages. Guests read along.
+// `general` runs on the chat client (§6); any other room on the SDK's live room state (§6.1: per-room history and
+// exact resume), with read receipts in direct rooms. Both mark what the reader has seen as read.
 // Accessible names of CONTRACT §10: the input is labelled `Message`, the button is `Send`.
 import { type FormEvent, type ReactNode, useEffect, useId, useLayoutEffect, useRef, useState } from 'react';
-import type { ChatMessage } from '../contract.js';
-import { useChat, useHeraldClient } from '../hooks.js';
+import type { ChatState } from '../chat.js';
+import type { ChatMessage, ChatRoomDetailResponse, RoomMessage } from '../contract.js';
+import { useChat, useHeraldClient, useRoom } from '../hooks.js';
 import { cx, errorMessage, formatTime, plural } from './format.js';
 
 /** The protocol's limit on a message (CONTRACT §6). */
 const MAX_LENGTH = 400;
 const TYPING_IDLE_MS = 3_000;
-/** The room every socket is in; the only one this SDK's chat client addresses (rooms: CONTRACT §6.1). */
+/** The room every socket is in (CONTRACT §6.1). */
 export const GENERAL_ROOM = 'general';
 
 export interface ChatRoomProps {
-  /**
-   * The room (default `general`). This SDK's chat client speaks to `general` only (frames without `roomId`, which
-   * CONTRACT §6.1 defines as `general`); another id renders a notice instead of the wrong room.
-   */
+  /** The room (default `general`): `general`, or the id of a room or direct conversation (`chat.rooms`). */
   roomId?: string;
-  /** The room's heading (default 'Chat'); null renders none. */
+  /** The room's heading (default 'Chat' for `general`, the room's name otherwise); null renders none. */
   title?: string | null;
   /** Level of the heading (default 2). */
   headingLevel?: 1 | 2 | 3 | 4;
@@ -28,6 +28,11 @@ export interface ChatRoomProps {
   emptyState?: ReactNode;
   /** Called once the socket was closed because the user is banned or their session ended (e.g. refetch the session). */
   onSessionEnded?: () => void;
+  /**
+   * Opens a room in the app (e.g. navigates to it). Given, another member's name in a message is a button that
+   * starts (or reopens) a direct conversation with them and passes its room id here.
+   */
+  onOpenRoom?: (roomId: string) => void;
   className?: string;
 }
 
@@ -38,6 +43,8 @@ function MessageItem({
   onEdit,
   onDelete,
   onPurge,
+  onDirect,
+  seen,
 }: {
   message: ChatMessage;
   own: boolean;
@@ -45,6 +52,9 @@ function MessageItem({
   onEdit: (text: string) => void;
   onDelete: () => void;
   onPurge: () => void;
+  onDirect?: () => void;
+  /** The other member of a direct room has read up to this message (the newest of mine they read). */
+  seen: boolean;
 }) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState(message.message);
@@ -61,7 +71,18 @@ function MessageItem({
   return (
     <li className={cx('herald-message', own && 'herald-own')} data-testid="chat-message">
       <div className="herald-message-head">
-        <strong>{message.userName}</strong>
+        {onDirect ? (
+          <button
+            type="button"
+            className="herald-button herald-small herald-link"
+            aria-label={`Start a direct message with ${message.userName}`}
+            onClick={onDirect}
+          >
+            <strong>{message.userName}</strong>
+          </button>
+        ) : (
+          <strong>{message.userName}</strong>
+        )}
         <time dateTime={message.createdAt}>{formatTime(message.createdAt)}</time>
         {message.editedAt ? <span className="herald-muted">(edited)</span> : null}
       </div>
@@ -142,12 +163,39 @@ function MessageItem({
           ) : null}
         </div>
       ) : null}
+      {seen ? <p className="herald-seen">Seen</p> : null}
     </li>
   );
 }
 
+/** What a room view shows and does, from the chat client (`general`) or a room's live state (any other room). */
+interface RoomSource {
+  messages: ChatMessage[];
+  hasMore: boolean;
+  loadOlder(): Promise<unknown>;
+  send(message: string): Promise<unknown>;
+  edit(messageId: string, message: string): void;
+  remove(messageId: string): void;
+  setTyping(isTyping: boolean): void;
+  /** Stores my read position; absent where nothing is to be marked (guests, non-members). */
+  markRead?: (seq: number) => void;
+  presence: string;
+  typing: Array<{ userId: string; userName: string }>;
+  loading: boolean;
+  /** The room may be written to by me (the chat role aside). */
+  member: boolean;
+  title: string;
+  error: string | null;
+  /** The other member's read position in a direct room. */
+  seenSeq?: number;
+  direct?: boolean;
+  /** In place of the composer, e.g. a Join button for a public room I am not in. */
+  notice?: ReactNode;
+}
+
 /**
- * A complete chat room over the SDK's chat socket; render it inside `<HeraldProvider>` (guests read, members write).
+ * A complete chat room over the SDK's chat socket; render it inside `<HeraldProvider>` (guests read `general`,
+ * members write). Any room id works: `general`, a public or private room, a direct conversation.
  *
  * @example
  * import { ChatRoom, HeraldProvider } from '@herald/client/react';
@@ -155,48 +203,126 @@ function MessageItem({
  *
  * <HeraldProvider client={client}>
  *   <ChatRoom roomId="general" guestNotice={<a href="/sign-in">Sign in to write</a>} />
+ *   <ChatRoom roomId={roomId} onOpenRoom={(id) => navigate(`/chat?room=${id}`)} />
  * </HeraldProvider>
  */
 export function ChatRoom(props: ChatRoomProps) {
   const roomId = props.roomId ?? GENERAL_ROOM;
-  if (roomId !== GENERAL_ROOM) {
-    return (
-      <section
-        className={cx('herald', 'herald-chat', props.className)}
-        aria-label="Chat"
-        data-room-id={roomId}
-      >
-        <p role="alert" className="herald-error">
-          This version of @herald/client can open the room “{GENERAL_ROOM}” only, not “{roomId}”.
-        </p>
-      </section>
-    );
-  }
-  return <GeneralRoom {...props} roomId={roomId} />;
+  // Keyed: another room is another view (scroll position, drafts and read marks do not carry over).
+  return roomId === GENERAL_ROOM ? (
+    <GeneralRoom {...props} roomId={roomId} />
+  ) : (
+    <LiveRoomView key={roomId} {...props} roomId={roomId} />
+  );
 }
 
-function GeneralRoom({
+function GeneralRoom(props: ChatRoomProps & { roomId: string }) {
+  const c = useChat();
+  const { chat } = c;
+  const presence = c.presence;
+  const source: RoomSource = {
+    messages: c.messages,
+    hasMore: c.hasMore,
+    loadOlder: () => chat.loadOlder(50),
+    send: (m) => chat.send(m),
+    edit: chat.edit,
+    remove: chat.remove,
+    setTyping: chat.setTyping,
+    // Messages carry `seq` only once the socket speaks the rooms dialect (§6.1, e.g. a room list is shown): then
+    // general's read position matters for its unread badge; a §6-only page keeps sending what it always sent.
+    markRead: (seq) => chat.sendFrame({ type: 'mark_read', roomId: GENERAL_ROOM, seq }),
+    presence: presence
+      ? `${plural(presence.members + presence.admins, 'member')} and ${plural(presence.guests, 'guest')} online`
+      : '',
+    typing: c.typing,
+    loading: false,
+    member: true,
+    title: 'Chat',
+    error: null,
+  };
+  return <RoomView {...props} c={c} s={source} />;
+}
+
+function LiveRoomView(props: ChatRoomProps & { roomId: string }) {
+  const { roomId } = props;
+  const client = useHeraldClient();
+  const c = useChat();
+  const r = useRoom(roomId);
+  const { room } = r;
+  const [detail, setDetail] = useState<ChatRoomDetailResponse | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [version, setVersion] = useState(0);
+  const me = c.userId;
+
+  // The room's kind, name, my membership and the members' read positions (receipts start from them).
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `version` reloads after joining
+  useEffect(() => {
+    if (!me) return;
+    let live = true;
+    client.chat.rooms.get(roomId).then(
+      (d) => live && setDetail(d),
+      (err) => live && setLoadError(errorMessage(err, 'Could not open the room')),
+    );
+    return () => {
+      live = false;
+    };
+  }, [client, roomId, me, version]);
+
+  const info = detail?.room;
+  // Removed meanwhile (left on another device, or by the owner): read-only from then on.
+  const member = info?.role !== undefined && r.status !== 'removed';
+  const other = info?.kind === 'direct' ? detail?.members.find((m) => m.userId !== me) : undefined;
+  const join = async () => {
+    try {
+      await client.chat.rooms.join(roomId);
+      void client.chat.rooms.roomList().refresh();
+      setVersion((v) => v + 1);
+    } catch (err) {
+      setLoadError(errorMessage(err, 'Could not join'));
+    }
+  };
+  const source: RoomSource = {
+    messages: r.messages,
+    hasMore: r.hasMore,
+    loadOlder: () => room.loadOlder(50),
+    send: (m) => room.send(m),
+    edit: room.edit,
+    remove: room.remove,
+    setTyping: room.setTyping,
+    markRead: member ? room.markRead : undefined,
+    presence: r.presence ? `${plural(r.presence.online, 'member')} online` : '',
+    typing: r.typing,
+    loading: r.status === 'loading' || r.status === 'idle',
+    member,
+    title: info?.name ?? 'Chat',
+    error: r.error?.message ?? loadError,
+    seenSeq: other ? Math.max(other.lastReadSeq, r.reads[other.userId] ?? 0) : undefined,
+    direct: info?.kind === 'direct',
+    notice:
+      info && !member && info.kind === 'public' ? (
+        <button type="button" className="herald-button" onClick={() => void join()}>
+          Join {info.name}
+        </button>
+      ) : undefined,
+  };
+  return <RoomView {...props} c={c} s={source} />;
+}
+
+function RoomView({
   roomId,
-  title = 'Chat',
+  title,
   headingLevel = 2,
   guestNotice,
   emptyState,
   onSessionEnded,
+  onOpenRoom,
   className,
-}: ChatRoomProps & { roomId: string }) {
+  c,
+  s,
+}: ChatRoomProps & { roomId: string; c: ChatState; s: RoomSource }) {
   const client = useHeraldClient();
-  const {
-    chat,
-    messages,
-    hasMore,
-    presence,
-    typing,
-    role,
-    userId,
-    status,
-    throttledUntil,
-    error: chatError,
-  } = useChat();
+  const { messages, hasMore, typing } = s;
+  const { role, userId, status, throttledUntil, error: chatError } = c;
   const [text, setText] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [loadingOlder, setLoadingOlder] = useState(false);
@@ -205,9 +331,11 @@ function GeneralRoom({
   const restoreFrom = useRef<number | null>(null);
   const typingTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const isTyping = useRef(false);
+  const marked = useRef(0);
   const inputId = useId();
-  const canSend = role === 'member' || role === 'admin';
+  const canSend = (role === 'member' || role === 'admin') && s.member;
   const isAdmin = role === 'admin';
+  const heading = title === undefined ? s.title : title;
   const Heading = `h${headingLevel}` as 'h2';
 
   const ended = useRef(onSessionEnded);
@@ -228,13 +356,29 @@ function GeneralRoom({
     } else if (stickToBottom.current) list.scrollTop = list.scrollHeight;
   }, [messages]);
 
+  // Read = shown: the newest message is on screen (the view is at the bottom) in a visible page.
+  const markSeen = useRef(() => {});
+  markSeen.current = () => {
+    const seq = (messages[messages.length - 1] as Partial<RoomMessage> | undefined)?.seq;
+    if (!s.markRead || !canSend || typeof seq !== 'number' || seq <= marked.current) return;
+    if (!stickToBottom.current || document.visibilityState === 'hidden') return;
+    marked.current = seq;
+    s.markRead(seq);
+  };
+  useEffect(() => markSeen.current());
+  useEffect(() => {
+    const onVisible = () => markSeen.current();
+    document.addEventListener('visibilitychange', onVisible);
+    return () => document.removeEventListener('visibilitychange', onVisible);
+  }, []);
+
   const loadOlder = async () => {
     const list = listRef.current;
     if (loadingOlder || !hasMore || !list) return;
     setLoadingOlder(true);
     restoreFrom.current = list.scrollHeight - list.scrollTop;
     try {
-      await chat.loadOlder(50);
+      await s.loadOlder();
     } catch (err) {
       restoreFrom.current = null;
       setError(errorMessage(err, 'Could not load older messages'));
@@ -248,13 +392,14 @@ function GeneralRoom({
     if (!list) return;
     stickToBottom.current = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
     if (list.scrollTop < 20) void loadOlder();
+    markSeen.current();
   };
 
   const stopTyping = () => {
     clearTimeout(typingTimer.current);
     if (isTyping.current) {
       isTyping.current = false;
-      chat.setTyping(false);
+      s.setTyping(false);
     }
   };
   useEffect(() => () => clearTimeout(typingTimer.current), []);
@@ -268,7 +413,7 @@ function GeneralRoom({
     }
     if (!isTyping.current) {
       isTyping.current = true;
-      chat.setTyping(true);
+      s.setTyping(true);
     }
     clearTimeout(typingTimer.current);
     typingTimer.current = setTimeout(stopTyping, TYPING_IDLE_MS);
@@ -283,38 +428,51 @@ function GeneralRoom({
     stopTyping();
     stickToBottom.current = true;
     try {
-      await chat.send(message);
+      await s.send(message);
     } catch (err) {
       setText((current) => current || message);
       setError(errorMessage(err, 'Could not send'));
     }
   };
 
-  const purge = async (target: string) => {
+  const act = async (work: () => Promise<unknown>, failed: string) => {
     setError(null);
     try {
-      await client.admin.purgeMessages(target);
+      await work();
     } catch (err) {
-      setError(errorMessage(err, 'Could not purge'));
+      setError(errorMessage(err, failed));
     }
   };
+  const purge = (target: string) => act(() => client.admin.purgeMessages(target), 'Could not purge');
+  const openDirect = (target: string) =>
+    act(async () => {
+      const room = await client.chat.rooms.direct(target);
+      // The room list (if one is shown) learns of the conversation now rather than at its next reload.
+      void client.chat.rooms.roomList().refresh();
+      onOpenRoom?.(room.id);
+    }, 'Could not start the conversation');
+
+  // The newest of my messages the other member of a direct room has read.
+  let seenId: string | undefined;
+  if (s.seenSeq)
+    for (const m of messages as Array<Partial<RoomMessage>>)
+      if (m.userId === userId && (m.seq ?? Infinity) <= s.seenSeq) seenId = m.id;
 
   const others = typing.filter((t) => t.userId !== userId);
   const throttled = throttledUntil !== null && throttledUntil > Date.now();
-  const connecting = status === 'connecting' || status === 'reconnecting' || status === 'idle';
+  const connecting = status === 'connecting' || status === 'reconnecting' || status === 'idle' || s.loading;
+  const shownError = error ?? s.error;
 
   return (
     <section
       className={cx('herald', 'herald-chat', className)}
-      aria-label={title ? undefined : 'Chat'}
+      aria-label={heading ? undefined : 'Chat'}
       data-room-id={roomId}
     >
       <div className="herald-chat-head">
-        {title ? <Heading className="herald-title">{title}</Heading> : null}
+        {heading ? <Heading className="herald-title">{heading}</Heading> : null}
         <p className="herald-muted" aria-live="polite">
-          {presence
-            ? `${plural(presence.members + presence.admins, 'member')} and ${plural(presence.guests, 'guest')} online`
-            : ''}
+          {s.presence}
           {status !== 'open' ? ` · ${status === 'banned' ? 'you are banned from the chat' : status}` : ''}
         </p>
       </div>
@@ -354,9 +512,15 @@ function GeneralRoom({
             message={m}
             own={m.userId === userId}
             isAdmin={isAdmin}
-            onEdit={(t) => chat.edit(m.id, t)}
-            onDelete={() => chat.remove(m.id)}
+            onEdit={(t) => s.edit(m.id, t)}
+            onDelete={() => s.remove(m.id)}
             onPurge={() => void purge(m.userId)}
+            onDirect={
+              onOpenRoom && canSend && !s.direct && m.userId !== userId
+                ? () => void openDirect(m.userId)
+                : undefined
+            }
+            seen={m.id === seenId}
           />
         ))}
       </ol>
@@ -367,9 +531,9 @@ function GeneralRoom({
             ? `${others.length} people are typing…`
             : '\u00a0'}
       </p>
-      {error ? (
+      {shownError ? (
         <p role="alert" className="herald-error">
-          {error}
+          {shownError}
         </p>
       ) : chatError && status !== 'open' ? (
         <p role="alert" className="herald-error">
@@ -400,7 +564,9 @@ function GeneralRoom({
         </form>
       ) : role === 'guest' ? (
         <p className="herald-muted">{guestNotice ?? 'You are reading as a guest: sign in to write.'}</p>
-      ) : null}
+      ) : (
+        (s.notice ?? null)
+      )}
     </section>
   );
 }

@@ -343,8 +343,14 @@ export function createRoomLive(deps: RoomLiveDeps): RoomLive {
   };
 
   const register = (pipe: Pipe, conn: ChatConnection, sub: Sub) => {
-    const previous = pipe.subs.get(conn);
-    if (previous) dropSub(pipe, conn);
+    if (pipe.subs.has(conn)) {
+      // Subscribing again replaces the socket's subscription in place. Dropping it first would, for the room's
+      // only subscriber here, tear the pipe down (off the map and the bus) and register on the orphan: the room
+      // would go silent on this socket. Presence and the counters are unchanged: same socket, same user.
+      pipe.subs.set(conn, sub);
+      bySocket.get(conn)?.set(pipe.roomId, sub);
+      return;
+    }
     pipe.subs.set(conn, sub);
     let mine = bySocket.get(conn);
     if (!mine) {

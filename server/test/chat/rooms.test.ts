@@ -292,6 +292,30 @@ describe('chat rooms across two instances', () => {
       expect(outsider.log.some((e) => e.type === 'new_message' && e.roomId === room.id)).toBe(false);
     });
 
+    it('a socket that subscribes to a room again (a second view of it) keeps receiving it, from both instances', async () => {
+      // The only subscriber on its instance re-registering must not leave the room's pipe (and its bus topic).
+      const room = await createRoom(alice, 'private', [bob.id]);
+      const sa = await open(a, alice.cookie);
+      const sb = await open(b, bob.cookie);
+      await subscribe(sa, room.id);
+      await subscribe(sa, room.id);
+      await subscribe(sb, room.id);
+      const fromB = await send(sb, room.id, 'after the second subscribe');
+      const seen = await sa.next('new_message', (e) => e.roomId === room.id);
+      expect(seen.message.id).toBe(fromB.message.id);
+      const own = await send(sa, room.id, 'and my own');
+      expect(own.message.seq).toBe(fromB.message.seq + 1);
+      expect((await sb.next('new_message', (e) => e.message.id === own.message.id)).roomId).toBe(room.id);
+      // Its presence still counts Alice once.
+      sa.send({ type: 'unsubscribe', roomId: room.id });
+      await sa.next('unsubscribed', (e) => e.roomId === room.id);
+      const late = await send(sb, room.id, 'after unsubscribing');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(sa.log.some((e) => e.type === 'new_message' && e.message.id === late.message.id)).toBe(false);
+      // Within the per-user socket limit of the tests that follow.
+      await Promise.all([sa.close(), sb.close()]);
+    });
+
     it('answers bad frames with error and keeps the socket open', async () => {
       const s = await open(a, alice.cookie);
       for (const frame of [

@@ -1,24 +1,84 @@
-// The chat page: the SDK's drop-in ChatRoom (history, send, edit, delete, typing, presence; admins moderate).
-import { ChatRoom } from '@herald/client/react';
-import { Link } from '../router';
+// The chat page: the SDK's drop-in RoomList (my rooms, unread badges, create, join public rooms) next to its
+// ChatRoom (history, send, edit, delete, typing, presence, read receipts; admins moderate). The room is in the URL,
+// `/chat?room=<id>` (no parameter: `general`) — the link chat notifications carry (CONTRACT §6.1). Guests read
+// `general` only. Side by side on wide screens; on a phone the list is behind a `Rooms` button.
+import { ChatRoom, RoomList, useRooms } from '@herald/client/react';
+import { useId, useState } from 'react';
+import { Link, navigate, useLocation } from '../router';
 import { useCurrentUser } from '../session';
 
+const GENERAL = 'general';
+
+export const chatPath = (roomId: string) =>
+  roomId === GENERAL ? '/chat' : `/chat?room=${encodeURIComponent(roomId)}`;
+
 export function ChatPage() {
-  const { refetch } = useCurrentUser();
+  const { user, isPending, refetch } = useCurrentUser();
+  const { query } = useLocation();
+  const roomId = query.get('room') || GENERAL;
+  const guestNotice = (
+    <>
+      You are reading as a guest.{' '}
+      <Link to={`/sign-in?next=${encodeURIComponent(chatPath(roomId))}`}>Sign in</Link> to write.
+    </>
+  );
+  if (!user && roomId !== GENERAL) {
+    if (isPending) return <p className="muted">Loading…</p>;
+    return (
+      <section className="card">
+        <h1>Chat</h1>
+        <p>
+          <Link to={`/sign-in?next=${encodeURIComponent(chatPath(roomId))}`}>Sign in</Link> to open this
+          conversation.
+        </p>
+      </section>
+    );
+  }
+  if (!user) {
+    return (
+      <div className="chat-page">
+        <ChatRoom roomId={GENERAL} title="Chat" headingLevel={1} guestNotice={guestNotice} />
+      </div>
+    );
+  }
+  return <MemberChat roomId={roomId} onSessionEnded={refetch} />;
+}
+
+function MemberChat({ roomId, onSessionEnded }: { roomId: string; onSessionEnded: () => void }) {
+  const [showRooms, setShowRooms] = useState(false);
+  const { rooms } = useRooms();
+  const listId = useId();
+  const open = (id: string) => {
+    setShowRooms(false);
+    navigate(chatPath(id));
+  };
+  // Unread elsewhere, for the phone's Rooms button (the list itself is hidden there).
+  const unread = rooms.reduce((n, r) => n + (r.id === roomId ? 0 : (r.unreadCount ?? 0)), 0);
   return (
-    <div className="chat-page">
-      <ChatRoom
-        roomId="general"
-        title="Chat"
-        headingLevel={1}
-        // Banned or signed out elsewhere: the socket was closed for it; the session is gone too.
-        onSessionEnded={refetch}
-        guestNotice={
-          <>
-            You are reading as a guest. <Link to="/sign-in?next=%2Fchat">Sign in</Link> to write.
-          </>
-        }
-      />
+    <div className={`chat-page chat-layout${showRooms ? ' show-rooms' : ''}`}>
+      <button
+        type="button"
+        className="button secondary chat-rooms-toggle"
+        aria-expanded={showRooms}
+        aria-controls={listId}
+        aria-label={unread > 0 ? `Rooms, ${unread} unread` : 'Rooms'}
+        onClick={() => setShowRooms(!showRooms)}
+      >
+        Rooms{unread > 0 ? <span className="herald-badge">{unread}</span> : null}
+      </button>
+      <div id={listId} className="chat-rooms">
+        <RoomList selectedRoomId={roomId} onSelectRoom={open} />
+      </div>
+      <div className="chat-main">
+        <ChatRoom
+          roomId={roomId}
+          title={roomId === GENERAL ? 'Chat' : undefined}
+          headingLevel={1}
+          // Banned or signed out elsewhere: the socket was closed for it; the session is gone too.
+          onSessionEnded={onSessionEnded}
+          onOpenRoom={open}
+        />
+      </div>
     </div>
   );
 }
