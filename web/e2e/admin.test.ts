@@ -270,6 +270,19 @@ describe('admin pages: API keys and webhooks; the app in German', () => {
       await context.close();
     }
 
+    // Choosing English in the preferences switches the whole app at once (the session is read again).
+    const context = await newContext({ locale: 'en-US' });
+    await signInContext(context, url(0), user);
+    const prefs = await context.newPage();
+    await prefs.goto(`${url(0)}/preferences`);
+    await prefs.getByRole('heading', { name: 'Einstellungen', level: 1 }).waitFor();
+    await prefs.getByLabel('Sprache').selectOption('en');
+    await prefs.getByRole('button', { name: 'Einstellungen speichern' }).click();
+    await prefs.getByText('Preferences saved.').waitFor();
+    await prefs.getByRole('heading', { name: 'Preferences', level: 1 }).waitFor();
+    expect(await prefs.evaluate(() => document.documentElement.lang)).toBe('en');
+    await context.close();
+
     // A visitor whose browser speaks German gets the sign-in page in German, with the fixed names.
     const visitor = await newContext({ locale: 'de-DE' });
     const page = await visitor.newPage();

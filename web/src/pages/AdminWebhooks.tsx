@@ -66,7 +66,12 @@ function Deliveries({ webhook, refreshKey }: { webhook: Webhook; refreshKey: num
   return (
     <div className="deliveries">
       <div className="actions">
-        <button type="button" className="button small secondary" onClick={() => setTick((n) => n + 1)}>
+        <button
+          type="button"
+          className="button small secondary"
+          aria-label={t.webhooks.refreshLabel(webhook.url)}
+          onClick={() => setTick((n) => n + 1)}
+        >
           {t.webhooks.refresh}
         </button>
       </div>
