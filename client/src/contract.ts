@@ -85,6 +85,12 @@ export const HttpErrorCode = {
   UNAVAILABLE: 'UNAVAILABLE',
 } as const;
 
+/** The scopes an API key can carry (CONTRACT §9). */
+export const API_KEY_SCOPES = ['notifications:send', 'metrics:read'] as const;
+
+/** The event types a webhook can subscribe to (CONTRACT §9). */
+export const WEBHOOK_EVENT_TYPES = ['notification.created', 'notification.read', 'email.sent', 'email.failed', 'chat.message.created', 'user.created', 'push.sent', 'push.failed'] as const;
+
 /** Error body of every non-2xx answer of Herald's own routes. */
 export type ErrorBody = {
   code: string;
@@ -359,6 +365,104 @@ export type MetricsReport = {
     subscriptionsRemoved: number;
   };
 };
+
+export type ApiKeyScope = "notifications:send" | "metrics:read";
+
+/** An API key as every answer shows it (never the key itself). */
+export type ApiKey = {
+  id: string;
+  name: string;
+  scopes: ApiKeyScope[];
+  prefix: string;
+  createdBy: null | string;
+  createdAt: string;
+  expiresAt: null | string;
+  lastUsedAt: null | string;
+};
+
+/** Body of POST /admin/api-keys. */
+export type ApiKeyCreateRequest = {
+  name: string;
+  scopes: ApiKeyScope[];
+  expiresAt?: string;
+};
+
+/** Answer of POST /admin/api-keys: the key itself (`hk_…`) is shown only here. */
+export type CreatedApiKey = {
+  id: string;
+  name: string;
+  scopes: ApiKeyScope[];
+  prefix: string;
+  createdBy: null | string;
+  createdAt: string;
+  expiresAt: null | string;
+  lastUsedAt: null | string;
+  key: string;
+};
+
+export interface ApiKeysResponse {
+  apiKeys: ApiKey[];
+}
+
+export type WebhookEventType = "notification.created" | "notification.read" | "user.created" | "chat.message.created" | "push.sent" | "push.failed" | "email.sent" | "email.failed";
+
+/** A webhook endpoint as every answer shows it (never its secret). */
+export type Webhook = {
+  id: string;
+  url: string;
+  events: WebhookEventType[];
+  description: null | string;
+  enabled: boolean;
+  createdAt: string;
+};
+
+/** Body of POST /admin/webhooks. */
+export type WebhookCreateRequest = {
+  url: string;
+  events: WebhookEventType[];
+  description?: string;
+};
+
+/** Body of PATCH /admin/webhooks/:id (at least one field). */
+export type WebhookUpdateRequest = {
+  url?: string;
+  events?: WebhookEventType[];
+  description?: null | string;
+  enabled?: boolean;
+};
+
+/** Answer of POST /admin/webhooks: the signing secret (`whsec_…`) is shown only here. */
+export type CreatedWebhook = {
+  id: string;
+  url: string;
+  events: WebhookEventType[];
+  description: null | string;
+  enabled: boolean;
+  createdAt: string;
+  secret: string;
+};
+
+export interface WebhooksResponse {
+  webhooks: Webhook[];
+}
+
+/** One queued event of a webhook with its latest attempt (GET /admin/webhooks/:id/deliveries). */
+export type WebhookDelivery = {
+  id: string;
+  type: "notification.created" | "notification.read" | "user.created" | "chat.message.created" | "push.sent" | "push.failed" | "email.sent" | "email.failed" | "webhook.test";
+  status: "pending" | "failed" | "delivered";
+  statusCode: null | number;
+  attempt: number;
+  nextRetryAt: null | string;
+  error: null | string;
+  createdAt: string;
+  lastAttemptAt: null | string;
+  deliveredAt: null | string;
+};
+
+export interface WebhookDeliveriesResponse {
+  deliveries: WebhookDelivery[];
+}
 
 export type ChatMessage = {
   id: string;

@@ -15,7 +15,7 @@ import { checkOrigin, type OriginCheck, originRefusedMessage } from './origin.js
 import { createPushApi } from './push.js';
 import { createRooms, type RoomsApi } from './rooms.js';
 
-export type { AdminApi } from './admin.js';
+export type { AdminApi, ApiKeysAdminApi, WebhooksAdminApi } from './admin.js';
 export type { AuthClient, Session } from './auth.js';
 export type {
   ChatClient,

@@ -3,7 +3,14 @@
 // broadcast arrives live; after a server restart the feed resumes from its cursor without duplicates), chat sends
 // and their clientMessageId deduplication, and sign-out ending the feed.
 
-import { CLUSTER_ORIGIN, startCluster, type TestCluster, tokenFrom } from '@herald/server/testkit';
+import {
+  CLUSTER_ORIGIN,
+  startCluster,
+  startReceiver,
+  type TestCluster,
+  tokenFrom,
+  verifySignature,
+} from '@herald/server/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { BroadcastChannelCtor, FeedEvent } from '../src/feed.js';
@@ -83,7 +90,12 @@ async function signUp(email: string): Promise<Person> {
 }
 
 beforeAll(async () => {
-  cluster = await startCluster({ instances: 1, redis: 'shared', env: { ADMIN_EMAILS: adminEmail } });
+  cluster = await startCluster({
+    instances: 1,
+    redis: 'shared',
+    // The webhook receiver of the admin test listens on loopback, refused unless this is set.
+    env: { ADMIN_EMAILS: adminEmail, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_QUEUE_POLL_MS: '200' },
+  });
 });
 
 afterAll(async () => {
@@ -268,6 +280,77 @@ describe('SDK against a real Herald', () => {
     // This one and the one sent while the server was down.
     expect(await admin.client.admin.purgeMessages(user.id)).toBe(2);
     await waitFor(() => chat.getState().messages.every((m) => m.userId !== user.id), 'messages_purged');
+  });
+
+  it('admin.apiKeys and admin.webhooks manage keys and webhooks (CONTRACT §9) with the contract’s errors', async () => {
+    const keys = admin.client.admin.apiKeys;
+    const created = await keys.create({ name: `sdk-${suffix}`, scopes: ['metrics:read'] });
+    expect(created).toMatchObject({ name: `sdk-${suffix}`, scopes: ['metrics:read'], createdBy: admin.id });
+    expect(created.key).toMatch(/^hk_/);
+    expect(created.key.startsWith(created.prefix)).toBe(true);
+    const listed = (await keys.list()).find((k) => k.id === created.id);
+    expect(listed).toBeDefined();
+    expect(listed).not.toHaveProperty('key');
+    const withKey = () =>
+      fetch(`${cluster.url(0)}/metrics`, {
+        headers: { authorization: `Bearer ${created.key}`, accept: 'application/json' },
+      });
+    expect((await withKey()).status).toBe(200);
+    await keys.revoke(created.id);
+    expect((await withKey()).status).toBe(401);
+    expect((await keys.list()).map((k) => k.id)).not.toContain(created.id);
+    await expect(keys.revoke(created.id)).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    await expect(user.client.admin.apiKeys.list()).rejects.toMatchObject({ status: 403, code: 'FORBIDDEN' });
+
+    const hooks = admin.client.admin.webhooks;
+    await expect(
+      hooks.create({ url: 'ftp://example.test/hook', events: ['user.created'] }),
+    ).rejects.toMatchObject({
+      status: 400,
+      code: 'VALIDATION_ERROR',
+      details: [expect.objectContaining({ path: 'body.url' })],
+    });
+    const receiver = await startReceiver();
+    try {
+      const hook = await hooks.create({ url: receiver.url(), events: ['user.created'], description: 'sdk' });
+      expect(hook.secret).toMatch(/^whsec_/);
+      expect((await hooks.list()).find((w) => w.id === hook.id)).not.toHaveProperty('secret');
+      expect(await hooks.update(hook.id, { enabled: false })).toMatchObject({ id: hook.id, enabled: false });
+      expect(await hooks.update(hook.id, { enabled: true, description: null })).toMatchObject({
+        enabled: true,
+        description: null,
+      });
+
+      const eventId = await hooks.sendTest(hook.id);
+      await receiver.until((all) => all.some((r) => r.id === eventId));
+      const first = receiver.received.find((r) => r.id === eventId);
+      expect(first && verifySignature(hook.secret, first)).toBe(true);
+      // The delivery is marked delivered just after the receiver answered: read the list until it says so.
+      let delivery = (await hooks.deliveries(hook.id, { limit: 10 })).find((d) => d.id === eventId);
+      for (let i = 0; i < 100 && delivery?.status !== 'delivered'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        delivery = (await hooks.deliveries(hook.id, { limit: 10 })).find((d) => d.id === eventId);
+      }
+      expect(delivery).toMatchObject({
+        type: 'webhook.test',
+        status: 'delivered',
+        statusCode: 200,
+        attempt: 1,
+      });
+
+      await hooks.redeliver(hook.id, eventId);
+      await receiver.until((all) => all.filter((r) => r.id === eventId).length >= 2);
+      await expect(hooks.redeliver(hook.id, 'msg_unknown')).rejects.toMatchObject({ status: 404 });
+
+      const rotated = await hooks.rotateSecret(hook.id);
+      expect(rotated).toMatch(/^whsec_/);
+      expect(rotated).not.toBe(hook.secret);
+      await hooks.remove(hook.id);
+      expect((await hooks.list()).map((w) => w.id)).not.toContain(hook.id);
+      await expect(hooks.deliveries(hook.id)).rejects.toMatchObject({ status: 404 });
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('sign-out ends the feed (SESSION_REVOKED, no reconnect) and turns the chat socket into a guest', async () => {

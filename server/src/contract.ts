@@ -5,6 +5,8 @@
 // file equal to what this module generates.
 import type { z } from 'zod';
 import type { BroadcastBodySchema, BroadcastResultSchema } from './admin/broadcast.js';
+import type { ApiKeySchema, CreateApiKeyBodySchema } from './api-keys/routes.js';
+import type { API_KEY_SCOPES } from './api-keys/service.js';
 import type {
   ChatErrorCode,
   ChatErrorCode as ChatErrorCodes,
@@ -34,6 +36,13 @@ import type {
 } from './notifications/schemas.js';
 import type { MetricsSchema } from './ops/metrics.js';
 import type { SubscribeBodySchema, SubscriptionSchema } from './push/schemas.js';
+import type { WEBHOOK_EVENT_TYPES } from './webhooks/events.js';
+import type {
+  CreateWebhookBodySchema,
+  DeliverySchema,
+  UpdateWebhookBodySchema,
+  WebhookSchema,
+} from './webhooks/routes.js';
 
 /** Error body of every non-2xx answer of Herald's own routes. */
 export type ErrorBody = z.infer<typeof ErrorSchema>;
@@ -101,6 +110,35 @@ export type BroadcastRequest = z.input<typeof BroadcastBodySchema>;
 export type BroadcastResult = z.infer<typeof BroadcastResultSchema>;
 export type MetricsReport = z.infer<typeof MetricsSchema>;
 
+// API keys and webhooks (CONTRACT §9, docs/api.md#api-keys, #webhooks)
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+/** An API key as every answer shows it (never the key itself). */
+export type ApiKey = z.infer<typeof ApiKeySchema>;
+/** Body of POST /admin/api-keys. */
+export type ApiKeyCreateRequest = z.input<typeof CreateApiKeyBodySchema>;
+/** Answer of POST /admin/api-keys: the key itself (`hk_…`) is shown only here. */
+export type CreatedApiKey = ApiKey & { key: string };
+export interface ApiKeysResponse {
+  apiKeys: ApiKey[];
+}
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+/** A webhook endpoint as every answer shows it (never its secret). */
+export type Webhook = z.infer<typeof WebhookSchema>;
+/** Body of POST /admin/webhooks. */
+export type WebhookCreateRequest = z.input<typeof CreateWebhookBodySchema>;
+/** Body of PATCH /admin/webhooks/:id (at least one field). */
+export type WebhookUpdateRequest = z.input<typeof UpdateWebhookBodySchema>;
+/** Answer of POST /admin/webhooks: the signing secret (`whsec_…`) is shown only here. */
+export type CreatedWebhook = Webhook & { secret: string };
+export interface WebhooksResponse {
+  webhooks: Webhook[];
+}
+/** One queued event of a webhook with its latest attempt (GET /admin/webhooks/:id/deliveries). */
+export type WebhookDelivery = z.infer<typeof DeliverySchema>;
+export interface WebhookDeliveriesResponse {
+  deliveries: WebhookDelivery[];
+}
+
 // Chat (docs/chat-protocol.md)
 export type ChatMessage = z.infer<typeof ChatMessageSchema>;
 export type PresenceCounts = z.infer<typeof PresenceCountsSchema>;
@@ -163,4 +201,8 @@ export interface ContractValues {
   NotificationStreamErrorCode: typeof StreamErrorCode;
   /** The generic error codes of every route (CONTRACT §0). */
   HttpErrorCode: typeof HttpErrorCode;
+  /** The scopes an API key can carry (CONTRACT §9). */
+  API_KEY_SCOPES: typeof API_KEY_SCOPES;
+  /** The event types a webhook can subscribe to (CONTRACT §9). */
+  WEBHOOK_EVENT_TYPES: typeof WEBHOOK_EVENT_TYPES;
 }

@@ -4,9 +4,14 @@ import { type ReactNode, useEffect } from 'react';
 import { Header } from './components/Header';
 import { LiveFeed } from './components/LiveFeed';
 import { OriginBanner } from './components/OriginBanner';
+import type { Texts } from './i18n';
+import { texts } from './i18n';
+import { useDocumentLanguage, useLocale } from './locale';
 import { AdminPage } from './pages/Admin';
+import { AdminApiKeysPage } from './pages/AdminApiKeys';
 import { AdminMetricsPage } from './pages/AdminMetrics';
 import { AdminUsersPage } from './pages/AdminUsers';
+import { AdminWebhooksPage } from './pages/AdminWebhooks';
 import { ChatPage } from './pages/Chat';
 import { ForgotPasswordPage } from './pages/ForgotPassword';
 import { MagicLinkPage } from './pages/MagicLink';
@@ -23,20 +28,23 @@ import { takeSignedOut, useCurrentUser } from './session';
 
 type Access = 'public' | 'user' | 'admin';
 
-const PAGES: Record<string, { access: Access; title: string; render: () => ReactNode }> = {
-  '/sign-in': { access: 'public', title: 'Sign in', render: () => <SignInPage /> },
-  '/sign-up': { access: 'public', title: 'Sign up', render: () => <SignUpPage /> },
-  '/verify-email': { access: 'public', title: 'Verify email', render: () => <VerifyEmailPage /> },
-  '/forgot-password': { access: 'public', title: 'Forgot password', render: () => <ForgotPasswordPage /> },
-  '/reset-password': { access: 'public', title: 'Reset password', render: () => <ResetPasswordPage /> },
-  '/magic-link': { access: 'public', title: 'Magic link', render: () => <MagicLinkPage /> },
-  '/unsubscribe': { access: 'public', title: 'Unsubscribe', render: () => <UnsubscribePage /> },
-  '/chat': { access: 'public', title: 'Chat', render: () => <ChatPage /> },
-  '/notifications': { access: 'user', title: 'Notifications', render: () => <NotificationsPage /> },
-  '/preferences': { access: 'user', title: 'Preferences', render: () => <PreferencesPage /> },
-  '/admin': { access: 'admin', title: 'Broadcast', render: () => <AdminPage /> },
-  '/admin/users': { access: 'admin', title: 'Users', render: () => <AdminUsersPage /> },
-  '/admin/metrics': { access: 'admin', title: 'Metrics', render: () => <AdminMetricsPage /> },
+// `title` names the page's entry in the dictionary (document title, in the app's language).
+const PAGES: Record<string, { access: Access; title: keyof Texts['titles']; render: () => ReactNode }> = {
+  '/sign-in': { access: 'public', title: 'signIn', render: () => <SignInPage /> },
+  '/sign-up': { access: 'public', title: 'signUp', render: () => <SignUpPage /> },
+  '/verify-email': { access: 'public', title: 'verifyEmail', render: () => <VerifyEmailPage /> },
+  '/forgot-password': { access: 'public', title: 'forgotPassword', render: () => <ForgotPasswordPage /> },
+  '/reset-password': { access: 'public', title: 'resetPassword', render: () => <ResetPasswordPage /> },
+  '/magic-link': { access: 'public', title: 'magicLink', render: () => <MagicLinkPage /> },
+  '/unsubscribe': { access: 'public', title: 'unsubscribe', render: () => <UnsubscribePage /> },
+  '/chat': { access: 'public', title: 'chat', render: () => <ChatPage /> },
+  '/notifications': { access: 'user', title: 'notifications', render: () => <NotificationsPage /> },
+  '/preferences': { access: 'user', title: 'preferences', render: () => <PreferencesPage /> },
+  '/admin': { access: 'admin', title: 'broadcast', render: () => <AdminPage /> },
+  '/admin/users': { access: 'admin', title: 'users', render: () => <AdminUsersPage /> },
+  '/admin/metrics': { access: 'admin', title: 'metrics', render: () => <AdminMetricsPage /> },
+  '/admin/api-keys': { access: 'admin', title: 'apiKeys', render: () => <AdminApiKeysPage /> },
+  '/admin/webhooks': { access: 'admin', title: 'webhooks', render: () => <AdminWebhooksPage /> },
 };
 
 export function App() {
@@ -44,10 +52,14 @@ export function App() {
   const { user, isPending } = useCurrentUser();
   const page = PAGES[pathname];
   const here = `${pathname}${query.size > 0 ? `?${query.toString()}` : ''}`;
+  const locale = useLocale();
+  const t = texts(locale);
+  useDocumentLanguage(locale);
 
+  const title = page ? t.titles[page.title] : null;
   useEffect(() => {
-    document.title = page ? `${page.title} · Herald` : 'Herald';
-  }, [page]);
+    document.title = title ? `${title} · Herald` : 'Herald';
+  }, [title]);
 
   useEffect(() => {
     if (isPending) return;
@@ -60,12 +72,12 @@ export function App() {
   let content: ReactNode;
   if (!page) content = pathname === '/' ? null : <NotFoundPage />;
   else if (page.access === 'public') content = page.render();
-  else if (isPending || !user) content = <p className="muted">Loading…</p>;
+  else if (isPending || !user) content = <p className="muted">{t.common.loading}</p>;
   else if (page.access === 'admin' && !user.isAdmin) {
     content = (
       <section className="card">
-        <h1>Administrators only</h1>
-        <p>This page needs the admin role.</p>
+        <h1>{t.app.adminOnly}</h1>
+        <p>{t.app.adminOnlyText}</p>
       </section>
     );
   } else content = page.render();
@@ -73,7 +85,7 @@ export function App() {
   return (
     <>
       <a className="skip-link" href="#main">
-        Skip to content
+        {t.app.skip}
       </a>
       <Header />
       <OriginBanner />

@@ -29,8 +29,9 @@ const API_PREFIXES = [
   '/client-config',
   '/__test',
 ];
-// API routes that share their path with an app page: a plain HTML navigation there gets the page.
-const PAGE_PATHS_WITH_ROUTES = new Set(['/chat']);
+// API routes that share their path with an app page: a plain HTML navigation there gets the page (the API's
+// own calls ask for JSON, never for text/html).
+const PAGE_PATHS_WITH_ROUTES = new Set(['/chat', '/admin/api-keys', '/admin/webhooks']);
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

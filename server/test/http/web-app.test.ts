@@ -69,6 +69,8 @@ describe('web app serving', () => {
       '/chat',
       '/admin',
       '/admin/users',
+      '/admin/api-keys',
+      '/admin/webhooks',
       '/x/y',
     ]) {
       const res = await app.inject({ method: 'GET', url, headers: HTML });
@@ -88,6 +90,12 @@ describe('web app serving', () => {
     expect(json.json()).toMatchObject({ code: 'NOT_FOUND' });
     const chat = await app.inject({ method: 'GET', url: '/chat' });
     expect(chat.statusCode).toBe(426);
+    // The admin pages share their paths with the API's lists: a JSON request stays the API's (401 signed out).
+    for (const url of ['/admin/api-keys', '/admin/webhooks']) {
+      const api = await app.inject({ method: 'GET', url, headers: { accept: 'application/json' } });
+      expect(api.statusCode, url).toBe(401);
+      expect(api.json(), url).toMatchObject({ code: 'UNAUTHORIZED' });
+    }
     const health = await app.inject({ method: 'GET', url: '/health', headers: HTML });
     expect(health.headers['content-type']).toMatch(/^application\/json/);
     const post = await app.inject({ method: 'POST', url: '/notifications', headers: HTML });

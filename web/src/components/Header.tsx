@@ -2,18 +2,21 @@
 import { NotificationBell, NotificationInbox, useHeraldClient } from '@herald/client/react';
 import { useEffect, useState } from 'react';
 import { errorMessage } from '../format';
+import { FIXED } from '../i18n';
+import { useTexts } from '../locale';
 import { followAction } from '../pages/Notifications';
 import { Link, useLocation } from '../router';
 import { markSignedOut, useCurrentUser } from '../session';
 
 /** The SDK's bell; its panel shows the latest notifications and leads to the inbox page. */
 export function Bell() {
+  const t = useTexts();
   return (
     <NotificationBell
       panel={(close) => (
         <>
           <NotificationInbox
-            title="Notifications"
+            title={t.nav.inboxTitle}
             pageSize={5}
             showFilters={false}
             onActionClick={(action, _notification, event) => {
@@ -23,7 +26,7 @@ export function Bell() {
           />
           <p className="panel-footer">
             <Link to="/notifications" onClick={close}>
-              Open inbox
+              {t.nav.openInbox}
             </Link>
           </p>
         </>
@@ -49,6 +52,7 @@ function NavLink({ to, children }: { to: string; children: string }) {
 export function Header() {
   const client = useHeraldClient();
   const { user, isPending, refetch } = useCurrentUser();
+  const t = useTexts();
   const [error, setError] = useState<string | null>(null);
   const [menuOpen, setMenuOpen] = useState(false);
   const { pathname } = useLocation();
@@ -62,7 +66,7 @@ export function Header() {
     client.notifications.feed.stop();
     const result = await client.auth.signOut();
     if (result.error) {
-      setError(errorMessage(result.error, 'Could not sign out'));
+      setError(errorMessage(result.error, t.nav.signOutFailed, t));
       return;
     }
     // No navigation here: until the session hook has caught up, the sign-in page would still see the user and
@@ -85,15 +89,17 @@ export function Header() {
           aria-controls="primary-nav"
           onClick={() => setMenuOpen((open) => !open)}
         >
-          Menu
+          {t.nav.menu}
         </button>
-        <nav id="primary-nav" aria-label="Primary" className={menuOpen ? 'nav open' : 'nav'}>
-          {user ? <NavLink to="/notifications">Inbox</NavLink> : null}
-          <NavLink to="/chat">Chat</NavLink>
-          {user ? <NavLink to="/preferences">Preferences</NavLink> : null}
-          {user?.isAdmin ? <NavLink to="/admin">Admin</NavLink> : null}
-          {user?.isAdmin ? <NavLink to="/admin/users">Users</NavLink> : null}
-          {user?.isAdmin ? <NavLink to="/admin/metrics">Metrics</NavLink> : null}
+        <nav id="primary-nav" aria-label={t.nav.primary} className={menuOpen ? 'nav open' : 'nav'}>
+          {user ? <NavLink to="/notifications">{t.nav.inbox}</NavLink> : null}
+          <NavLink to="/chat">{t.nav.chat}</NavLink>
+          {user ? <NavLink to="/preferences">{t.nav.preferences}</NavLink> : null}
+          {user?.isAdmin ? <NavLink to="/admin">{t.nav.admin}</NavLink> : null}
+          {user?.isAdmin ? <NavLink to="/admin/users">{t.nav.users}</NavLink> : null}
+          {user?.isAdmin ? <NavLink to="/admin/metrics">{t.nav.metrics}</NavLink> : null}
+          {user?.isAdmin ? <NavLink to="/admin/api-keys">{t.nav.apiKeys}</NavLink> : null}
+          {user?.isAdmin ? <NavLink to="/admin/webhooks">{t.nav.webhooks}</NavLink> : null}
         </nav>
         <div className="account">
           {user ? (
@@ -103,16 +109,16 @@ export function Header() {
                 {user.name || user.email}
               </span>
               <button type="button" className="button secondary" onClick={() => void signOut()}>
-                Sign out
+                {FIXED.signOut}
               </button>
             </>
           ) : isPending ? null : (
             <>
               <Link to="/sign-in" className="nav-link">
-                Sign in
+                {FIXED.signIn}
               </Link>
               <Link to="/sign-up" className="button">
-                Create account
+                {t.nav.createAccount}
               </Link>
             </>
           )}

@@ -2,6 +2,7 @@
 // and announces each new notification in a toast (role=status, read by screen readers once).
 import { useNotifications } from '@herald/client/react';
 import { useEffect, useRef, useState } from 'react';
+import { useTexts } from '../locale';
 import { Link } from '../router';
 import { useCurrentUser } from '../session';
 
@@ -18,6 +19,7 @@ const SESSION_ENDED = new Set(['SESSION_REVOKED', 'SESSION_EXPIRED', 'UNAUTHORIZ
 export function LiveFeed() {
   const { feed, status, error } = useNotifications();
   const { refetch } = useCurrentUser();
+  const texts = useTexts();
   const [toasts, setToasts] = useState<Toast[]>([]);
   const next = useRef(0);
 
@@ -45,9 +47,7 @@ export function LiveFeed() {
     <>
       {offline ? (
         <p className="connection-banner" role="status">
-          {status === 'offline'
-            ? 'You are offline; notifications will catch up when you are back.'
-            : 'Reconnecting…'}
+          {status === 'offline' ? texts.live.offline : texts.live.reconnecting}
         </p>
       ) : null}
       <div className="toasts" role="status" aria-live="polite">
@@ -55,11 +55,11 @@ export function LiveFeed() {
           <div key={t.key} className="toast">
             <strong>{t.title}</strong>
             <span>{t.content}</span>
-            <Link to="/notifications">Open inbox</Link>
+            <Link to="/notifications">{texts.nav.openInbox}</Link>
             <button
               type="button"
               className="toast-close"
-              aria-label="Dismiss"
+              aria-label={texts.live.dismiss}
               onClick={() => setToasts((list) => list.filter((x) => x.key !== t.key))}
             >
               ×

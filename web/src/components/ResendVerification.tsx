@@ -4,10 +4,12 @@ import { useHeraldClient } from '@herald/client/react';
 import { useState } from 'react';
 import { useClientConfig } from '../client-config';
 import { errorMessage } from '../format';
+import { useTexts } from '../locale';
 
 export function ResendVerification({ email }: { email: string }) {
   const client = useHeraldClient();
   const config = useClientConfig();
+  const t = useTexts();
   const [state, setState] = useState<'idle' | 'busy' | 'sent'>('idle');
   const [error, setError] = useState<string | null>(null);
 
@@ -17,7 +19,7 @@ export function ResendVerification({ email }: { email: string }) {
     const result = await client.auth.sendVerificationEmail({ email });
     if (result.error) {
       setState('idle');
-      setError(errorMessage(result.error, 'Could not send the email'));
+      setError(errorMessage(result.error, t.resend.failed, t));
       return;
     }
     setState('sent');
@@ -31,14 +33,10 @@ export function ResendVerification({ email }: { email: string }) {
         disabled={state === 'busy'}
         onClick={() => void resend()}
       >
-        Resend verification email
+        {t.resend.button}
       </button>
       {state === 'sent' ? (
-        <p role="status">
-          {config?.emailDelivery === 'log'
-            ? "A new link was written to the service's log."
-            : `A new link is on its way to ${email}.`}
-        </p>
+        <p role="status">{config?.emailDelivery === 'log' ? t.resend.sentLog : t.resend.sentTo(email)}</p>
       ) : null}
       {error ? (
         <p role="alert" className="error">

@@ -4,19 +4,18 @@ import { useHeraldClient } from '@herald/client/react';
 import { type FormEvent, useId, useState } from 'react';
 import { Alert } from '../components/Form';
 import { errorMessage } from '../format';
+import { FIXED } from '../i18n';
+import { useTexts } from '../locale';
 import { NOTIFICATION_TYPES, type NotificationType, typeLabel } from '../types';
 
 type Scope = 'user' | 'users' | 'all';
 type Strategy = 'sse' | 'email' | 'push';
-const STRATEGIES: Array<{ id: Strategy; label: string }> = [
-  { id: 'sse', label: 'Live (SSE)' },
-  { id: 'email', label: 'Email' },
-  { id: 'push', label: 'Push' },
-];
+const STRATEGIES: Strategy[] = ['sse', 'email', 'push'];
 
 export function AdminPage() {
   const { admin } = useHeraldClient();
   const ids = useId();
+  const t = useTexts();
   const [scope, setScope] = useState<Scope>('user');
   const [identifier, setIdentifier] = useState('');
   const [identifiers, setIdentifiers] = useState('');
@@ -24,7 +23,8 @@ export function AdminPage() {
   const [title, setTitle] = useState('');
   const [content, setContent] = useState('');
   const [actionUrl, setActionUrl] = useState('');
-  const [actionLabel, setActionLabel] = useState('Open');
+  // Empty means the dictionary's "Open" in the app's language (the placeholder shows it).
+  const [actionLabel, setActionLabel] = useState('');
   const [override, setOverride] = useState(false);
   const [strategies, setStrategies] = useState<Strategy[]>(['sse', 'email']);
   const [busy, setBusy] = useState(false);
@@ -43,7 +43,7 @@ export function AdminPage() {
         .map((s) => s.trim())
         .filter(Boolean);
       if (list.length === 0) {
-        setError('Enter at least one user id or email.');
+        setError(t.broadcast.enterOne);
         return;
       }
       target = { scope: 'users', identifiers: list };
@@ -58,7 +58,14 @@ export function AdminPage() {
         ...(url
           ? {
               metadata: {
-                actions: [{ actionId: 'open', type: 'link', label: actionLabel.trim() || 'Open', url }],
+                actions: [
+                  {
+                    actionId: 'open',
+                    type: 'link',
+                    label: actionLabel.trim() || t.broadcast.actionDefault,
+                    url,
+                  },
+                ],
               },
             }
           : {}),
@@ -70,7 +77,7 @@ export function AdminPage() {
       // One key per submitted form: a retried click after a network error cannot send twice.
       setResult(await admin.sendNotification(body, { idempotencyKey: crypto.randomUUID() }));
     } catch (err) {
-      setError(errorMessage(err, 'Could not send'));
+      setError(errorMessage(err, t.broadcast.failed, t));
     } finally {
       setBusy(false);
     }
@@ -78,15 +85,15 @@ export function AdminPage() {
 
   return (
     <section className="card">
-      <h1>Send a notification</h1>
+      <h1>{t.broadcast.title}</h1>
       <form onSubmit={(e) => void submit(e)} className="stack">
         <fieldset className="choices">
-          <legend>Recipients</legend>
+          <legend>{t.broadcast.recipients}</legend>
           {(
             [
-              ['user', 'One user'],
-              ['users', 'Several users'],
-              ['all', 'Everyone'],
+              ['user', t.broadcast.one],
+              ['users', t.broadcast.several],
+              ['all', t.broadcast.everyone],
             ] as const
           ).map(([value, text]) => (
             <label key={value} className="check">
@@ -103,7 +110,7 @@ export function AdminPage() {
         </fieldset>
         {scope === 'user' ? (
           <div className="field">
-            <label htmlFor={`${ids}-user`}>User id or email</label>
+            <label htmlFor={`${ids}-user`}>{t.broadcast.user}</label>
             <input
               id={`${ids}-user`}
               required
@@ -114,7 +121,7 @@ export function AdminPage() {
         ) : null}
         {scope === 'users' ? (
           <div className="field">
-            <label htmlFor={`${ids}-users`}>User ids or emails</label>
+            <label htmlFor={`${ids}-users`}>{t.broadcast.users}</label>
             <textarea
               id={`${ids}-users`}
               rows={3}
@@ -124,26 +131,26 @@ export function AdminPage() {
               aria-describedby={`${ids}-users-hint`}
             />
             <small id={`${ids}-users-hint`} className="muted">
-              Separated by commas, spaces or new lines (up to 10,000).
+              {t.broadcast.usersHint}
             </small>
           </div>
         ) : null}
         <div className="field">
-          <label htmlFor={`${ids}-type`}>Type</label>
+          <label htmlFor={`${ids}-type`}>{FIXED.type}</label>
           <select
             id={`${ids}-type`}
             value={type}
             onChange={(e) => setType(e.target.value as NotificationType)}
           >
-            {NOTIFICATION_TYPES.map((t) => (
-              <option key={t} value={t}>
-                {typeLabel(t)}
+            {NOTIFICATION_TYPES.map((type) => (
+              <option key={type} value={type}>
+                {typeLabel(type, t)}
               </option>
             ))}
           </select>
         </div>
         <div className="field">
-          <label htmlFor={`${ids}-title`}>Title</label>
+          <label htmlFor={`${ids}-title`}>{FIXED.title}</label>
           <input
             id={`${ids}-title`}
             required
@@ -153,7 +160,7 @@ export function AdminPage() {
           />
         </div>
         <div className="field">
-          <label htmlFor={`${ids}-content`}>Content</label>
+          <label htmlFor={`${ids}-content`}>{FIXED.content}</label>
           <textarea
             id={`${ids}-content`}
             required
@@ -165,7 +172,7 @@ export function AdminPage() {
         </div>
         <div className="row">
           <div className="field grow">
-            <label htmlFor={`${ids}-url`}>Action URL</label>
+            <label htmlFor={`${ids}-url`}>{t.broadcast.actionUrl}</label>
             <input
               id={`${ids}-url`}
               placeholder="/chat or https://…"
@@ -174,9 +181,10 @@ export function AdminPage() {
             />
           </div>
           <div className="field">
-            <label htmlFor={`${ids}-label`}>Action label</label>
+            <label htmlFor={`${ids}-label`}>{t.broadcast.actionLabel}</label>
             <input
               id={`${ids}-label`}
+              placeholder={t.broadcast.actionDefault}
               maxLength={100}
               value={actionLabel}
               onChange={(e) => setActionLabel(e.target.value)}
@@ -185,48 +193,46 @@ export function AdminPage() {
         </div>
         <label className="check">
           <input type="checkbox" checked={override} onChange={(e) => setOverride(e.target.checked)} />
-          Override the delivery strategies
+          {t.broadcast.override}
         </label>
         {override ? (
           <fieldset className="choices">
-            <legend>Delivery strategies, in order</legend>
+            <legend>{t.broadcast.strategies}</legend>
             {STRATEGIES.map((s) => (
-              <label key={s.id} className="check">
+              <label key={s} className="check">
                 <input
                   type="checkbox"
-                  checked={strategies.includes(s.id)}
+                  checked={strategies.includes(s)}
                   onChange={(e) =>
-                    setStrategies(
-                      e.target.checked ? [...strategies, s.id] : strategies.filter((x) => x !== s.id),
-                    )
+                    setStrategies(e.target.checked ? [...strategies, s] : strategies.filter((x) => x !== s))
                   }
                 />
-                {s.label}
+                {t.broadcast.strategyNames[s]}
               </label>
             ))}
-            <small className="muted">Order: {strategies.join(' → ') || 'none'}</small>
+            <small className="muted">{t.broadcast.order(strategies.join(' → ') || t.broadcast.none)}</small>
           </fieldset>
         ) : null}
         <Alert>{error}</Alert>
         <div className="actions">
           <button type="submit" className="button" disabled={busy}>
-            Send notification
+            {FIXED.sendNotification}
           </button>
         </div>
       </form>
       {result ? (
-        <output className="result" aria-label="Result">
+        <output className="result" aria-label={t.broadcast.result}>
           <dl>
-            <dt>Matched users</dt>
+            <dt>{t.broadcast.matched}</dt>
             <dd data-testid="target-count">{result.targetCount}</dd>
-            <dt>Created</dt>
+            <dt>{t.broadcast.created}</dt>
             <dd data-testid="created-count">{result.createdCount}</dd>
-            <dt>Skipped (banned)</dt>
+            <dt>{t.broadcast.skipped}</dt>
             <dd data-testid="skipped-count">{result.skippedCount}</dd>
           </dl>
           {result.failures.length > 0 ? (
             <>
-              <h2>Failures</h2>
+              <h2>{t.broadcast.failures}</h2>
               <ul>
                 {result.failures.map((f) => (
                   <li key={`${f.identifier}-${f.reason}`}>

@@ -4,13 +4,16 @@ import { useHeraldClient } from '@herald/client/react';
 import { useEffect, useState } from 'react';
 import { Alert } from '../components/Form';
 import { errorMessage, formatTime } from '../format';
+import { useLocale, useTexts } from '../locale';
 
 const POLL_MS = 2_000;
 
 export function AdminMetricsPage() {
   const { admin } = useHeraldClient();
   const [report, setReport] = useState<MetricsReport | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const t = useTexts();
+  const locale = useLocale();
 
   useEffect(() => {
     let stopped = false;
@@ -22,7 +25,7 @@ export function AdminMetricsPage() {
         setReport(next);
         setError(null);
       } catch (err) {
-        if (!stopped) setError(errorMessage(err, 'Could not read metrics'));
+        if (!stopped) setError(err);
       }
       if (!stopped) timer = setTimeout(() => void poll(), POLL_MS);
     };
@@ -36,61 +39,63 @@ export function AdminMetricsPage() {
   return (
     <section className="stack">
       <div className="page-title">
-        <h1>Metrics</h1>
+        <h1>{t.metrics.title}</h1>
         <p className="muted">
-          {report ? `Updated ${formatTime(report.timestamp)} from ${report.instanceId}` : ''}
+          {report ? t.metrics.updated(formatTime(report.timestamp, locale), report.instanceId) : ''}
         </p>
       </div>
-      <Alert>{error}</Alert>
+      <Alert>{error ? errorMessage(error, t.metrics.failed, t) : null}</Alert>
       {report ? (
         <>
           <div className="stats">
             <div className={report.pubsub.isDegraded ? 'stat bad' : 'stat good'}>
-              <span>Bus</span>
-              <strong data-testid="bus-state">{report.pubsub.isDegraded ? 'Degraded' : 'Healthy'}</strong>
+              <span>{t.metrics.bus}</span>
+              <strong data-testid="bus-state">
+                {report.pubsub.isDegraded ? t.metrics.degraded : t.metrics.healthy}
+              </strong>
             </div>
             <div className="stat">
-              <span>Mode</span>
-              <strong>{report.distributedMode ? 'Distributed' : 'Single instance'}</strong>
+              <span>{t.metrics.mode}</span>
+              <strong>{report.distributedMode ? t.metrics.distributed : t.metrics.single}</strong>
             </div>
             <div className="stat">
-              <span>Instances</span>
+              <span>{t.metrics.instances}</span>
               <strong data-testid="instance-count">{report.cluster.activeInstances}</strong>
             </div>
             <div className="stat">
-              <span>Bus latency (avg / max)</span>
+              <span>{t.metrics.busLatency}</span>
               <strong>
                 {report.pubsub.averageLatencyMs.toFixed(1)} / {report.pubsub.maxLatencyMs.toFixed(1)} ms
               </strong>
             </div>
             <div className="stat">
-              <span>Messages (published / received)</span>
+              <span>{t.metrics.messages}</span>
               <strong>
                 {report.pubsub.messagesPublished} / {report.pubsub.messagesReceived}
               </strong>
             </div>
             <div className="stat">
-              <span>Chat sockets here</span>
+              <span>{t.metrics.chatSockets}</span>
               <strong>{report.chat.connectedClients}</strong>
             </div>
           </div>
           <div className="table-wrap">
             <table>
-              <caption>Instances</caption>
+              <caption>{t.metrics.instances}</caption>
               <thead>
                 <tr>
-                  <th scope="col">Instance</th>
-                  <th scope="col">Started</th>
-                  <th scope="col">Last heartbeat</th>
-                  <th scope="col">Chat sockets</th>
+                  <th scope="col">{t.metrics.instance}</th>
+                  <th scope="col">{t.metrics.started}</th>
+                  <th scope="col">{t.metrics.lastHeartbeat}</th>
+                  <th scope="col">{t.metrics.sockets}</th>
                 </tr>
               </thead>
               <tbody>
                 {report.cluster.instances.map((i) => (
                   <tr key={i.instanceId}>
                     <td>{i.instanceId}</td>
-                    <td>{formatTime(i.startedAt)}</td>
-                    <td>{formatTime(i.lastHeartbeat)}</td>
+                    <td>{formatTime(i.startedAt, locale)}</td>
+                    <td>{formatTime(i.lastHeartbeat, locale)}</td>
                     <td>{i.connectedClients}</td>
                   </tr>
                 ))}
@@ -99,7 +104,7 @@ export function AdminMetricsPage() {
           </div>
         </>
       ) : error ? null : (
-        <p className="muted">Loading…</p>
+        <p className="muted">{t.common.loading}</p>
       )}
     </section>
   );

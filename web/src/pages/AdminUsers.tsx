@@ -3,6 +3,7 @@ import { useHeraldClient } from '@herald/client/react';
 import { type FormEvent, useCallback, useEffect, useState } from 'react';
 import { Alert } from '../components/Form';
 import { errorMessage } from '../format';
+import { useTexts } from '../locale';
 import { useCurrentUser } from '../session';
 
 interface AdminUser {
@@ -19,6 +20,7 @@ const PAGE_SIZE = 20;
 export function AdminUsersPage() {
   const { auth } = useHeraldClient();
   const { user: me } = useCurrentUser();
+  const t = useTexts();
   const [users, setUsers] = useState<AdminUser[]>([]);
   const [total, setTotal] = useState(0);
   const [confirmBan, setConfirmBan] = useState<string | null>(null);
@@ -42,13 +44,13 @@ export function AdminUsersPage() {
     });
     setLoaded(true);
     if (result.error) {
-      setError(errorMessage(result.error, 'Could not list users'));
+      setError(errorMessage(result.error, t.users.listFailed, t));
       return;
     }
     const data = result.data as { users: AdminUser[]; total: number };
     setUsers(data.users);
     setTotal(data.total);
-  }, [auth, offset, search]);
+  }, [auth, offset, search, t]);
 
   useEffect(() => {
     void load();
@@ -57,7 +59,7 @@ export function AdminUsersPage() {
   const run = async (work: () => Promise<{ error: unknown }>) => {
     setError(null);
     const result = await work();
-    if (result.error) setError(errorMessage(result.error));
+    if (result.error) setError(errorMessage(result.error, undefined, t));
     await load();
   };
 
@@ -69,39 +71,39 @@ export function AdminUsersPage() {
 
   return (
     <section className="card">
-      <h1>Users</h1>
+      <h1>{t.users.title}</h1>
       <search>
         <form className="search" onSubmit={submitSearch}>
           <label className="inline-field">
-            <span>Search by email</span>
+            <span>{t.users.search}</span>
             <input type="search" value={searchInput} onChange={(e) => setSearchInput(e.target.value)} />
           </label>
           <button type="submit" className="button secondary">
-            Search
+            {t.users.searchButton}
           </button>
         </form>
       </search>
       <Alert>{error}</Alert>
-      {!loaded ? <p className="muted">Loading…</p> : null}
+      {!loaded ? <p className="muted">{t.common.loading}</p> : null}
       <div className="table-wrap">
         <table className="stack-table">
           <thead>
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Status</th>
-              <th scope="col">Actions</th>
+              <th scope="col">{t.users.colName}</th>
+              <th scope="col">{t.users.colEmail}</th>
+              <th scope="col">{t.users.colRole}</th>
+              <th scope="col">{t.users.colStatus}</th>
+              <th scope="col">{t.users.colActions}</th>
             </tr>
           </thead>
           <tbody>
             {users.map((u) => (
               <tr key={u.id}>
-                <td data-label="Name">{u.name}</td>
-                <td data-label="Email">{u.email}</td>
-                <td data-label="Role">
+                <td data-label={t.users.colName}>{u.name}</td>
+                <td data-label={t.users.colEmail}>{u.email}</td>
+                <td data-label={t.users.colRole}>
                   <label className="sr-only" htmlFor={`role-${u.id}`}>
-                    Role of {u.email}
+                    {t.users.roleOf(u.email)}
                   </label>
                   <select
                     id={`role-${u.id}`}
@@ -117,18 +119,20 @@ export function AdminUsersPage() {
                     <option value="admin">admin</option>
                   </select>
                 </td>
-                <td data-label="Status">{u.banned ? 'Banned' : u.emailVerified ? 'Active' : 'Unverified'}</td>
-                <td data-label="Actions">
+                <td data-label={t.users.colStatus}>
+                  {u.banned ? t.users.banned : u.emailVerified ? t.users.active : t.users.unverified}
+                </td>
+                <td data-label={t.users.colActions}>
                   {u.id === me?.id ? (
-                    <span className="muted">you</span>
+                    <span className="muted">{t.users.you}</span>
                   ) : u.banned ? (
                     <button
                       type="button"
                       className="button small secondary"
-                      aria-label={`Unban ${u.email}`}
+                      aria-label={t.users.unbanLabel(u.email)}
                       onClick={() => void run(() => auth.admin.unbanUser({ userId: u.id }))}
                     >
-                      Unban
+                      {t.users.unban}
                     </button>
                   ) : confirmBan === u.id ? (
                     // Banning ends the user's sessions, streams and sockets at once: asked twice.
@@ -136,30 +140,30 @@ export function AdminUsersPage() {
                       <button
                         type="button"
                         className="button small danger"
-                        aria-label={`Confirm ban of ${u.email}`}
+                        aria-label={t.users.confirmBanLabel(u.email)}
                         onClick={() => {
                           setConfirmBan(null);
                           void run(() => auth.admin.banUser({ userId: u.id }));
                         }}
                       >
-                        Yes, ban
+                        {t.users.yesBan}
                       </button>
                       <button
                         type="button"
                         className="button small secondary"
                         onClick={() => setConfirmBan(null)}
                       >
-                        Cancel
+                        {t.common.cancel}
                       </button>
                     </span>
                   ) : (
                     <button
                       type="button"
                       className="button small danger"
-                      aria-label={`Ban ${u.email}`}
+                      aria-label={t.users.banLabel(u.email)}
                       onClick={() => setConfirmBan(u.id)}
                     >
-                      Ban
+                      {t.users.ban}
                     </button>
                   )}
                 </td>
@@ -168,17 +172,17 @@ export function AdminUsersPage() {
           </tbody>
         </table>
       </div>
-      <nav className="pagination" aria-label="Pages">
+      <nav className="pagination" aria-label={t.users.pages}>
         <button
           type="button"
           className="button secondary"
           disabled={offset === 0}
           onClick={() => setOffset(Math.max(0, offset - PAGE_SIZE))}
         >
-          Previous
+          {t.users.previous}
         </button>
         <span>
-          {total === 0 ? 'No users' : `${offset + 1}–${Math.min(offset + PAGE_SIZE, total)} of ${total}`}
+          {total === 0 ? t.users.none : t.users.range(offset + 1, Math.min(offset + PAGE_SIZE, total), total)}
         </span>
         <button
           type="button"
@@ -186,7 +190,7 @@ export function AdminUsersPage() {
           disabled={offset + PAGE_SIZE >= total}
           onClick={() => setOffset(offset + PAGE_SIZE)}
         >
-          Next
+          {t.users.next}
         </button>
       </nav>
     </section>

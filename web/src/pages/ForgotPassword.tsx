@@ -3,10 +3,13 @@ import { useHeraldClient } from '@herald/client/react';
 import { type FormEvent, useState } from 'react';
 import { Alert, Field } from '../components/Form';
 import { errorMessage } from '../format';
+import { FIXED } from '../i18n';
+import { useTexts } from '../locale';
 import { Link } from '../router';
 
 export function ForgotPasswordPage() {
   const client = useHeraldClient();
+  const t = useTexts();
   const [email, setEmail] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -21,19 +24,19 @@ export function ForgotPasswordPage() {
       redirectTo: `${window.location.origin}/reset-password`,
     });
     setBusy(false);
-    if (result.error) setError(errorMessage(result.error, 'Could not send the email'));
+    if (result.error) setError(errorMessage(result.error, t.forgot.failed, t));
     else setSent(true);
   };
 
   return (
     <section className="card narrow">
-      <h1>Reset your password</h1>
+      <h1>{t.forgot.title}</h1>
       {sent ? (
-        <p role="status">If an account uses this address, we sent it a link to choose a new password.</p>
+        <p role="status">{t.forgot.sent}</p>
       ) : (
         <form onSubmit={(e) => void submit(e)}>
           <Field
-            label="Email"
+            label={FIXED.email}
             type="email"
             autoComplete="email"
             required
@@ -43,13 +46,13 @@ export function ForgotPasswordPage() {
           <Alert>{error}</Alert>
           <div className="actions">
             <button type="submit" className="button" disabled={busy}>
-              Send reset link
+              {t.forgot.submit}
             </button>
           </div>
         </form>
       )}
       <p className="muted">
-        <Link to="/sign-in">Back to sign in</Link>
+        <Link to="/sign-in">{t.forgot.back}</Link>
       </p>
     </section>
   );

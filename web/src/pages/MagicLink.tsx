@@ -2,6 +2,7 @@
 import { useHeraldClient } from '@herald/client/react';
 import { useEffect, useRef, useState } from 'react';
 import { errorMessage } from '../format';
+import { useTexts } from '../locale';
 import { Link, navigate, useLocation } from '../router';
 import { useCurrentUser } from '../session';
 
@@ -10,9 +11,10 @@ export function MagicLinkPage() {
   const { query } = useLocation();
   const { refetch } = useCurrentUser();
   const token = query.get('token');
-  const [error, setError] = useState<string | null>(
-    token ? null : 'This page needs the link from your email.',
-  );
+  const t = useTexts();
+  // The text is chosen at render time, so a language known only after the session loads still applies.
+  const [failure, setFailure] = useState<unknown>(null);
+  const error = !token ? t.magic.needsLink : failure ? errorMessage(failure, t.magic.invalid, t) : null;
   const started = useRef<string | null>(null);
 
   useEffect(() => {
@@ -20,7 +22,7 @@ export function MagicLinkPage() {
     started.current = token;
     void client.auth.magicLink.verify({ query: { token } }).then((result) => {
       if (result.error) {
-        setError(errorMessage(result.error, 'This link is not valid any more'));
+        setFailure(result.error);
         return;
       }
       refetch();
@@ -30,18 +32,18 @@ export function MagicLinkPage() {
 
   return (
     <section className="card narrow">
-      <h1>Signing you in</h1>
+      <h1>{t.magic.title}</h1>
       {error ? (
         <>
           <p role="alert" className="error">
             {error}
           </p>
           <p>
-            <Link to="/sign-in">Back to sign in</Link>
+            <Link to="/sign-in">{t.forgot.back}</Link>
           </p>
         </>
       ) : (
-        <p role="status">Checking your link…</p>
+        <p role="status">{t.magic.checking}</p>
       )}
     </section>
   );

@@ -1,11 +1,13 @@
+import { useTexts } from '../locale';
 import { Link } from '../router';
 
 export function NotFoundPage() {
+  const t = useTexts();
   return (
     <section className="card narrow">
-      <h1>Page not found</h1>
+      <h1>{t.notFound.title}</h1>
       <p>
-        Nothing lives at this address. <Link to="/">Go home</Link>
+        {t.notFound.text} <Link to="/">{t.notFound.home}</Link>
       </p>
     </section>
   );

@@ -3,6 +3,7 @@
 import type { NotificationAction } from '@herald/client';
 import { NotificationInbox } from '@herald/client/react';
 import type { MouseEvent } from 'react';
+import { useTexts } from '../locale';
 import { navigate } from '../router';
 
 /** A same-origin path (`/chat`) is routed inside the app; anything else is a normal link. */
@@ -14,9 +15,10 @@ export function followAction(action: NotificationAction, event: MouseEvent<HTMLA
 }
 
 export function NotificationsPage() {
+  const t = useTexts();
   return (
     <NotificationInbox
-      title="Notifications"
+      title={t.titles.notifications}
       headingLevel={1}
       onActionClick={(action, _notification, event) => followAction(action, event)}
     />

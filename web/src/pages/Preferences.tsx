@@ -6,7 +6,8 @@ import { useHeraldClient } from '@herald/client/react';
 import { type FormEvent, useCallback, useEffect, useState } from 'react';
 import { Alert } from '../components/Form';
 import { errorCode, errorMessage, formatTime } from '../format';
-import { LOCALES, type Locale, localeOf, texts } from '../i18n';
+import { FIXED, LOCALES, type Locale, type Texts, texts } from '../i18n';
+import { useLocale, useTexts } from '../locale';
 import { useCurrentUser } from '../session';
 import { NOTIFICATION_TYPES, type NotificationType, typeLabel } from '../types';
 
@@ -21,6 +22,7 @@ function TypeChoices({
   onChange: (types: NotificationType[]) => void;
   disabled: boolean;
 }) {
+  const dict = useTexts();
   return (
     <fieldset className="choices" disabled={disabled}>
       <legend>{legend}</legend>
@@ -31,7 +33,7 @@ function TypeChoices({
             checked={selected.includes(t)}
             onChange={(e) => onChange(e.target.checked ? [...selected, t] : selected.filter((x) => x !== t))}
           />
-          {typeLabel(t)}
+          {typeLabel(t, dict)}
         </label>
       ))}
     </fieldset>
@@ -39,8 +41,8 @@ function TypeChoices({
 }
 
 /** "Chrome on Linux"-style label from a User-Agent (best effort; the raw string is the title). */
-function deviceLabel(userAgent: string | null): string {
-  if (!userAgent) return 'Unknown browser';
+function deviceLabel(userAgent: string | null, t: Texts): string {
+  if (!userAgent) return t.prefs.unknownBrowser;
   const browser = /Edg\//.test(userAgent)
     ? 'Edge'
     : /Firefox\//.test(userAgent)
@@ -49,7 +51,7 @@ function deviceLabel(userAgent: string | null): string {
         ? 'Chrome'
         : /Safari\//.test(userAgent)
           ? 'Safari'
-          : 'Browser';
+          : t.prefs.browser;
   const os = /Android/.test(userAgent)
     ? 'Android'
     : /iPhone|iPad/.test(userAgent)
@@ -61,13 +63,15 @@ function deviceLabel(userAgent: string | null): string {
           : /Linux/.test(userAgent)
             ? 'Linux'
             : '';
-  return os ? `${browser} on ${os}` : browser;
+  return os ? t.prefs.browserOn(browser, os) : browser;
 }
 
 /** Web Push on this browser and the list of subscribed devices. */
 function PushDevices({ onPreferences }: { onPreferences: (p: Preferences) => void }) {
   const { notifications } = useHeraldClient();
   const { push } = notifications;
+  const t = useTexts();
+  const locale = useLocale();
   const [devices, setDevices] = useState<PushSubscriptionView[] | null>(null);
   const [current, setCurrent] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -81,8 +85,8 @@ function PushDevices({ onPreferences }: { onPreferences: (p: Preferences) => voi
   }, [push, supported]);
 
   useEffect(() => {
-    refresh().catch((err: unknown) => setError(errorMessage(err)));
-  }, [refresh]);
+    refresh().catch((err: unknown) => setError(errorMessage(err, undefined, t)));
+  }, [refresh, t]);
 
   const thisDevice = devices?.find((d) => d.endpoint === current) ?? null;
 
@@ -104,10 +108,10 @@ function PushDevices({ onPreferences }: { onPreferences: (p: Preferences) => voi
       const code = errorCode(err);
       setError(
         code === 'PUSH_PERMISSION_DENIED'
-          ? 'Notifications are blocked for this site: allow them in the browser settings, then try again.'
+          ? t.prefs.pushBlocked
           : code === 'PUSH_NOT_CONFIGURED'
-            ? 'Push notifications are not configured on this server.'
-            : errorMessage(err, 'Could not change push notifications'),
+            ? t.prefs.pushNotConfigured
+            : errorMessage(err, t.prefs.pushFailed, t),
       );
     } finally {
       setBusy(false);
@@ -121,13 +125,13 @@ function PushDevices({ onPreferences }: { onPreferences: (p: Preferences) => voi
       else await push.remove(id);
       await refresh();
     } catch (err) {
-      setError(errorMessage(err, 'Could not remove the device'));
+      setError(errorMessage(err, t.prefs.removeFailed, t));
     }
   };
 
   return (
     <section className="stack" aria-labelledby="push-heading">
-      <h2 id="push-heading">Push notifications</h2>
+      <h2 id="push-heading">{t.prefs.pushHeading}</h2>
       {supported ? (
         <label className="check">
           <input
@@ -138,33 +142,35 @@ function PushDevices({ onPreferences }: { onPreferences: (p: Preferences) => voi
             aria-checked={thisDevice !== null}
             onChange={(e) => void toggle(e.target.checked)}
           />
-          Enable push notifications
+          {FIXED.enablePush}
         </label>
       ) : (
-        <p className="muted">This browser cannot receive push notifications.</p>
+        <p className="muted">{t.prefs.pushUnsupported}</p>
       )}
       <Alert>{error}</Alert>
-      <h3>Subscribed devices</h3>
+      <h3>{t.prefs.devices}</h3>
       {devices === null ? (
-        <p className="muted">Loading…</p>
+        <p className="muted">{t.common.loading}</p>
       ) : devices.length === 0 ? (
-        <p className="muted">No device receives push notifications.</p>
+        <p className="muted">{t.prefs.noDevices}</p>
       ) : (
-        <ul aria-label="Subscribed devices" className="stack">
+        <ul aria-label={t.prefs.devices} className="stack">
           {devices.map((d) => {
-            const label = deviceLabel(d.userAgent);
+            const label = deviceLabel(d.userAgent, t);
             return (
               <li key={d.id}>
                 <span title={d.userAgent ?? undefined}>{label}</span>
-                {d.id === thisDevice?.id ? <strong> (this device)</strong> : null}{' '}
-                <small className="muted">since {formatTime(d.createdAt)}</small>{' '}
+                {d.id === thisDevice?.id ? <strong> {t.prefs.thisDevice}</strong> : null}{' '}
+                <small className="muted">{t.prefs.since(formatTime(d.createdAt, locale))}</small>{' '}
                 <button
                   type="button"
                   className="button"
-                  aria-label={`Remove ${label}${d.id === thisDevice?.id ? ' (this device)' : ''}`}
+                  aria-label={t.prefs.removeLabel(
+                    `${label}${d.id === thisDevice?.id ? ` ${t.prefs.thisDevice}` : ''}`,
+                  )}
                   onClick={() => void remove(d.id)}
                 >
-                  Remove
+                  {t.prefs.remove}
                 </button>
               </li>
             );
@@ -181,14 +187,18 @@ export function PreferencesPage() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState<string | null>(null);
-  const { user } = useCurrentUser();
+  const { refetch } = useCurrentUser();
   const [locale, setLocale] = useState<Locale | null>(null);
-  const current = locale ?? localeOf(user?.locale);
-  const t = texts(current);
+  // The page speaks the app's language (locale.ts) until a new one is saved; the select shows the choice.
+  const appLocale = useLocale();
+  const current = locale ?? appLocale;
+  const t = useTexts();
 
   useEffect(() => {
-    notifications.getPreferences().then(setPrefs, (err: unknown) => setError(errorMessage(err)));
-  }, [notifications]);
+    notifications
+      .getPreferences()
+      .then(setPrefs, (err: unknown) => setError(errorMessage(err, undefined, t)));
+  }, [notifications, t]);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -209,10 +219,12 @@ export function PreferencesPage() {
       if (locale) {
         const result = await auth.updateUser({ locale });
         if (result.error) throw result.error;
+        // The session carries the locale: read it again so the whole app switches language now.
+        refetch();
       }
-      setSaved('Preferences saved.');
+      setSaved(texts(locale ?? appLocale).prefs.saved);
     } catch (err) {
-      setError(errorMessage(err, 'Could not save'));
+      setError(errorMessage(err, t.prefs.saveFailed, t));
     } finally {
       setBusy(false);
     }
@@ -221,15 +233,15 @@ export function PreferencesPage() {
   if (!prefs) {
     return (
       <section className="card">
-        <h1>Preferences</h1>
-        {error ? <Alert>{error}</Alert> : <p className="muted">Loading…</p>}
+        <h1>{t.prefs.title}</h1>
+        {error ? <Alert>{error}</Alert> : <p className="muted">{t.common.loading}</p>}
       </section>
     );
   }
 
   return (
     <section className="card">
-      <h1>Preferences</h1>
+      <h1>{t.prefs.title}</h1>
       <form onSubmit={(e) => void submit(e)} className="stack">
         <label className="check">
           <input
@@ -237,10 +249,10 @@ export function PreferencesPage() {
             checked={prefs.emailEnabled}
             onChange={(e) => setPrefs({ ...prefs, emailEnabled: e.target.checked })}
           />
-          Email me notifications while I am offline
+          {t.prefs.emailEnabled}
         </label>
         <TypeChoices
-          legend="Types sent by email"
+          legend={t.prefs.emailTypes}
           selected={prefs.emailTypes}
           disabled={!prefs.emailEnabled}
           onChange={(emailTypes) => setPrefs({ ...prefs, emailTypes })}
@@ -290,10 +302,10 @@ export function PreferencesPage() {
             checked={prefs.pushEnabled}
             onChange={(e) => setPrefs({ ...prefs, pushEnabled: e.target.checked })}
           />
-          Push notifications to my subscribed devices while I am offline
+          {t.prefs.pushEnabled}
         </label>
         <TypeChoices
-          legend="Types sent by push"
+          legend={t.prefs.pushTypes}
           selected={prefs.pushTypes}
           disabled={!prefs.pushEnabled}
           onChange={(pushTypes) => setPrefs({ ...prefs, pushTypes })}
@@ -302,7 +314,7 @@ export function PreferencesPage() {
         <Alert tone="success">{saved}</Alert>
         <div className="actions">
           <button type="submit" className="button" disabled={busy}>
-            Save preferences
+            {t.prefs.save}
           </button>
         </div>
       </form>

@@ -7,6 +7,8 @@ import { useClientConfig } from '../client-config';
 import { Alert, Field } from '../components/Form';
 import { ResendVerification } from '../components/ResendVerification';
 import { errorCode, errorMessage } from '../format';
+import { FIXED } from '../i18n';
+import { useTexts } from '../locale';
 import { Link, navigate, useLocation } from '../router';
 import { useCurrentUser } from '../session';
 
@@ -22,6 +24,7 @@ export function SignInPage() {
   const { query } = useLocation();
   const { user, isPending, refetch } = useCurrentUser();
   const config = useClientConfig();
+  const t = useTexts();
   const next = safeNext(query.get('next'));
   const [mode, setMode] = useState<'email' | 'username'>('email');
   const [identifier, setIdentifier] = useState('');
@@ -51,9 +54,9 @@ export function SignInPage() {
       setError(
         notVerified
           ? config?.emailDelivery === 'log'
-            ? "Verify your email first: the link was written to the service's log (no SMTP server is configured)."
-            : 'Verify your email first: follow the link we sent you.'
-          : errorMessage(result.error, 'Could not sign in'),
+            ? t.signIn.verifyFirstLog
+            : t.signIn.verifyFirst
+          : errorMessage(result.error, t.signIn.failed, t),
       );
       return;
     }
@@ -66,14 +69,14 @@ export function SignInPage() {
     setError(null);
     setNotice(null);
     if (mode !== 'email' || identifier.trim() === '') {
-      setError('Enter your email to get a sign-in link.');
+      setError(t.signIn.enterEmailForLink);
       return;
     }
     setBusy(true);
     const result = await client.auth.signIn.magicLink({ email: identifier.trim() });
     setBusy(false);
-    if (result.error) setError(errorMessage(result.error, 'Could not send the link'));
-    else setNotice('Check your email: the link signs you in.');
+    if (result.error) setError(errorMessage(result.error, t.signIn.linkFailed, t));
+    else setNotice(t.signIn.linkSent);
   };
 
   const socialSignIn = async () => {
@@ -93,20 +96,20 @@ export function SignInPage() {
         body: JSON.stringify(body),
       });
       const data = (await res.json()) as { url?: string; message?: string };
-      if (!res.ok || !data.url) throw new Error(data.message ?? 'Could not start the sign-in');
+      if (!res.ok || !data.url) throw new Error(data.message ?? t.signIn.startFailed);
       window.location.assign(data.url);
     } catch (err) {
-      setError(errorMessage(err));
+      setError(errorMessage(err, undefined, t));
     }
   };
 
   return (
     <section className="card narrow">
-      <h1>Sign in</h1>
+      <h1>{t.titles.signIn}</h1>
       <form onSubmit={(e) => void submit(e)} noValidate={false}>
         {mode === 'email' ? (
           <Field
-            label="Email"
+            label={FIXED.email}
             type="email"
             autoComplete="email"
             required
@@ -115,7 +118,7 @@ export function SignInPage() {
           />
         ) : (
           <Field
-            label="Username"
+            label={FIXED.username}
             autoComplete="username"
             required
             value={identifier}
@@ -123,7 +126,7 @@ export function SignInPage() {
           />
         )}
         <Field
-          label="Password"
+          label={FIXED.password}
           type="password"
           autoComplete="current-password"
           required
@@ -135,7 +138,7 @@ export function SignInPage() {
         <Alert tone="success">{notice}</Alert>
         <div className="actions">
           <button type="submit" className="button" disabled={busy || isPending}>
-            Sign in
+            {FIXED.signIn}
           </button>
           <button
             type="button"
@@ -145,7 +148,7 @@ export function SignInPage() {
               setIdentifier('');
             }}
           >
-            {mode === 'email' ? 'Use a username instead' : 'Use an email instead'}
+            {mode === 'email' ? t.signIn.useUsername : t.signIn.useEmail}
           </button>
         </div>
       </form>
@@ -157,18 +160,18 @@ export function SignInPage() {
             disabled={busy}
             onClick={() => void sendMagicLink()}
           >
-            Email me a sign-in link
+            {t.signIn.emailLink}
           </button>
         ) : null}
         {config?.socialProvider ? (
           <button type="button" className="button secondary" onClick={() => void socialSignIn()}>
-            Continue with {label(config.socialProvider.id)}
+            {t.signIn.continueWith(label(config.socialProvider.id))}
           </button>
         ) : null}
       </div>
       <p className="muted">
-        <Link to="/forgot-password">Forgot your password?</Link> · No account?{' '}
-        <Link to="/sign-up">Create one</Link>
+        <Link to="/forgot-password">{t.signIn.forgot}</Link> · {t.signIn.noAccount}{' '}
+        <Link to="/sign-up">{t.signIn.createOne}</Link>
       </p>
     </section>
   );

@@ -5,7 +5,8 @@ import { useClientConfig } from '../client-config';
 import { Alert, Field } from '../components/Form';
 import { ResendVerification } from '../components/ResendVerification';
 import { errorMessage } from '../format';
-import { browserLocale, LOCALES, type Locale, texts } from '../i18n';
+import { FIXED, LOCALES, type Locale, texts } from '../i18n';
+import { useLocale } from '../locale';
 import { Link } from '../router';
 
 export function SignUpPage() {
@@ -14,7 +15,8 @@ export function SignUpPage() {
   const [email, setEmail] = useState('');
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
-  const [locale, setLocale] = useState<Locale>(browserLocale());
+  // The page speaks the language being chosen, so a visitor sees at once what they pick.
+  const [locale, setLocale] = useState<Locale>(useLocale());
   const t = texts(locale);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -34,28 +36,21 @@ export function SignUpPage() {
       ...(trimmedUsername ? { username: trimmedUsername } : {}),
     });
     setBusy(false);
-    if (result.error) setError(errorMessage(result.error, 'Could not sign up'));
+    if (result.error) setError(errorMessage(result.error, t.signUp.failed, t));
     else setSentTo(email.trim());
   };
 
   if (sentTo) {
     return (
       <section className="card narrow">
-        <h1>Check your email</h1>
-        {config?.emailDelivery === 'log' ? (
-          // Development without SMTP: nothing was sent; the link is in the service's output.
-          <p role="status">
-            No email server is configured, so the verification link for <strong>{sentTo}</strong> was written
-            to the service's log. Open it from there, then sign in.
-          </p>
-        ) : (
-          <p role="status">
-            We sent a verification link to <strong>{sentTo}</strong>. Follow it, then sign in.
-          </p>
-        )}
+        <h1>{t.signUp.checkEmail}</h1>
+        {/* Development without SMTP: nothing was sent; the link is in the service's output. */}
+        <p role="status">
+          {config?.emailDelivery === 'log' ? t.signUp.sentLog(sentTo) : t.signUp.sentTo(sentTo)}
+        </p>
         <ResendVerification email={sentTo} />
         <p>
-          <Link to="/sign-in">Go to sign in</Link>
+          <Link to="/sign-in">{t.signUp.goToSignIn}</Link>
         </p>
       </section>
     );
@@ -63,17 +58,17 @@ export function SignUpPage() {
 
   return (
     <section className="card narrow">
-      <h1>Create an account</h1>
+      <h1>{t.signUp.title}</h1>
       <form onSubmit={(e) => void submit(e)}>
         <Field
-          label="Name"
+          label={FIXED.name}
           autoComplete="name"
           required
           value={name}
           onChange={(e) => setName(e.target.value)}
         />
         <Field
-          label="Email"
+          label={FIXED.email}
           type="email"
           autoComplete="email"
           required
@@ -81,19 +76,19 @@ export function SignUpPage() {
           onChange={(e) => setEmail(e.target.value)}
         />
         <Field
-          label="Username"
+          label={FIXED.username}
           autoComplete="username"
-          hint="Optional; lets you sign in without your email."
+          hint={t.signUp.usernameHint}
           value={username}
           onChange={(e) => setUsername(e.target.value)}
         />
         <Field
-          label="Password"
+          label={FIXED.password}
           type="password"
           autoComplete="new-password"
           minLength={8}
           required
-          hint="At least 8 characters."
+          hint={t.signUp.passwordHint}
           value={password}
           onChange={(e) => setPassword(e.target.value)}
         />
@@ -118,12 +113,12 @@ export function SignUpPage() {
         <Alert>{error}</Alert>
         <div className="actions">
           <button type="submit" className="button" disabled={busy}>
-            Sign up
+            {FIXED.signUp}
           </button>
         </div>
       </form>
       <p className="muted">
-        Already have an account? <Link to="/sign-in">Sign in</Link>
+        {t.signUp.haveAccount} <Link to="/sign-in">{FIXED.signIn}</Link>
       </p>
     </section>
   );

@@ -3,7 +3,7 @@
 import { useState } from 'react';
 import { apiBaseUrl } from '../client';
 import { Alert } from '../components/Form';
-import { browserLocale, texts } from '../i18n';
+import { useTexts } from '../locale';
 import { Link, useLocation } from '../router';
 import { typeLabel } from '../types';
 
@@ -22,7 +22,8 @@ function tokenScope(token: string): { type: string | null } | null {
 export function UnsubscribePage() {
   const { query } = useLocation();
   const token = query.get('token') ?? '';
-  const t = texts(browserLocale());
+  // A visitor from an email link is usually signed out: the browser's language, or the user's when signed in.
+  const t = useTexts();
   const scope = tokenScope(token);
   const [state, setState] = useState<'ask' | 'busy' | 'done' | 'invalid' | 'expired' | 'failed'>(
     scope ? 'ask' : 'invalid',
@@ -45,7 +46,7 @@ export function UnsubscribePage() {
     }
   };
 
-  const question = scope?.type ? t.unsubscribeType(typeLabel(scope.type)) : t.unsubscribeAll;
+  const question = scope?.type ? t.unsubscribeType(typeLabel(scope.type, t)) : t.unsubscribeAll;
   return (
     <section className="card narrow">
       <h1>{t.unsubscribeTitle}</h1>

@@ -4,34 +4,45 @@
 import { useHeraldClient } from '@herald/client/react';
 import { useEffect, useRef, useState } from 'react';
 import { errorMessage } from '../format';
+import { FIXED, type Texts } from '../i18n';
+import { useTexts } from '../locale';
 import { Link, useLocation } from '../router';
 import { useCurrentUser } from '../session';
 
+// The failure is kept as what the service said (a code, or its error), and put into words at render time.
 type State =
   | { kind: 'verifying' }
   | { kind: 'verified' }
-  | { kind: 'failed'; message: string }
+  | { kind: 'failed'; code: string; error?: unknown }
   | { kind: 'idle' };
 
-const REASONS: Record<string, string> = {
-  invalid_token: 'This link is not valid (it may have been used already).',
-  INVALID_TOKEN: 'This link is not valid (it may have been used already).',
-  token_expired: 'This link has expired. Sign in to get a new one.',
-  TOKEN_EXPIRED: 'This link has expired. Sign in to get a new one.',
-  user_not_found: 'No account matches this link.',
-};
+function reason(code: string, t: Texts): string | undefined {
+  switch (code) {
+    case 'invalid_token':
+    case 'INVALID_TOKEN':
+      return t.verify.invalidToken;
+    case 'token_expired':
+    case 'TOKEN_EXPIRED':
+      return t.verify.expired;
+    case 'user_not_found':
+      return t.verify.userNotFound;
+    default:
+      return undefined;
+  }
+}
 
 export function VerifyEmailPage() {
   const client = useHeraldClient();
   const { query } = useLocation();
   const { user, refetch } = useCurrentUser();
+  const t = useTexts();
   const token = query.get('token');
   const redirectError = query.get('error');
   const [state, setState] = useState<State>(() =>
     token
       ? { kind: 'verifying' }
       : redirectError
-        ? { kind: 'failed', message: REASONS[redirectError] ?? redirectError }
+        ? { kind: 'failed', code: redirectError }
         : { kind: 'verified' },
   );
   const started = useRef<string | null>(null);
@@ -43,10 +54,7 @@ export function VerifyEmailPage() {
     void client.auth.verifyEmail({ query: { token } }).then((result) => {
       if (result.error) {
         const code = typeof result.error.code === 'string' ? result.error.code : '';
-        setState({
-          kind: 'failed',
-          message: REASONS[code] ?? errorMessage(result.error, 'Could not verify'),
-        });
+        setState({ kind: 'failed', code, error: result.error });
         return;
       }
       setState({ kind: 'verified' });
@@ -54,25 +62,36 @@ export function VerifyEmailPage() {
     });
   }, [client, token, refetch]);
 
+  const failure =
+    state.kind === 'failed'
+      ? (reason(state.code, t) ??
+        (state.error === undefined ? state.code : errorMessage(state.error, t.verify.failed, t)))
+      : null;
+
   return (
     <section className="card narrow">
-      <h1>Verify your email</h1>
-      {state.kind === 'verifying' ? <p role="status">Verifying…</p> : null}
+      <h1>{t.verify.title}</h1>
+      {state.kind === 'verifying' ? <p role="status">{t.verify.verifying}</p> : null}
       {state.kind === 'verified' ? (
         <>
-          <p role="status">Your email is verified.</p>
+          <p role="status">{t.verify.verified}</p>
           <p>
-            {user ? <Link to="/notifications">Go to your inbox</Link> : <Link to="/sign-in">Sign in</Link>}
+            {user ? (
+              <Link to="/notifications">{t.verify.goInbox}</Link>
+            ) : (
+              <Link to="/sign-in">{FIXED.signIn}</Link>
+            )}
           </p>
         </>
       ) : null}
-      {state.kind === 'failed' ? (
+      {failure !== null ? (
         <>
           <p role="alert" className="error">
-            {state.message}
+            {failure}
           </p>
           <p>
-            <Link to="/sign-in">Sign in</Link> to get a new verification link.
+            <Link to="/sign-in">{FIXED.signIn}</Link>
+            {t.verify.toGetNew}
           </p>
         </>
       ) : null}
