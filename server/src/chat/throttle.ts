@@ -2,18 +2,17 @@
 // holds across connections and instances; a per-instance in-memory window while the store is down or the bus is
 // degraded) and the per-user typing throttle (per instance: typing is ephemeral and cheap to over-deliver).
 
+import { createWindowLimiter, type LimitResult, type WindowLimiter } from '../http/rate-limit.js';
 import type { Logger } from '../infra/logger.js';
 import type { Store } from '../infra/store.js';
-import { withTimeout } from '../infra/timeout.js';
 import { ChatLimits } from './protocol.js';
 
-export type ThrottleResult = { ok: true } | { ok: false; retryAfterMs: number };
+export type ThrottleResult = LimitResult;
 
-export interface MessageThrottle {
+/** A per-user window limit: http/rate-limit.ts's limiter, with its figures for the error frame. */
+export interface MessageThrottle extends WindowLimiter {
   readonly limit: number;
   readonly windowMs: number;
-  hit(userId: string): Promise<ThrottleResult>;
-  close(): void;
 }
 
 export interface ThrottleDeps {
@@ -28,63 +27,18 @@ export interface ThrottleDeps {
   keyPrefix?: string;
 }
 
+/** The one window limiter (http/rate-limit.ts), counting per instance while the bus is degraded too. */
 export function createMessageThrottle(deps: ThrottleDeps): MessageThrottle {
-  const { store, limit, windowMs, logger } = deps;
-  const timeoutMs = deps.storeTimeoutMs ?? 1_000;
-  // Once a user is over the limit this instance answers locally until the window ends: a client hammering
-  // send_message then costs no store round trips.
-  const blockedUntil = new Map<string, number>();
-  const local = new Map<string, { count: number; resetAt: number }>();
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const [k, until] of blockedUntil) if (until <= now) blockedUntil.delete(k);
-    for (const [k, w] of local) if (w.resetAt <= now) local.delete(k);
-  }, windowMs);
-  sweep.unref();
-
-  const localHit = (userId: string, now: number): { count: number; ttlMs: number } => {
-    let w = local.get(userId);
-    if (!w || w.resetAt <= now) {
-      w = { count: 0, resetAt: now + windowMs };
-      local.set(userId, w);
-    }
-    w.count++;
-    return { count: w.count, ttlMs: w.resetAt - now };
-  };
-
-  return {
-    limit,
-    windowMs,
-    async hit(userId) {
-      const now = Date.now();
-      const until = blockedUntil.get(userId);
-      if (until !== undefined && until > now) return { ok: false, retryAfterMs: until - now };
-      let result: { count: number; ttlMs: number };
-      if (deps.isDegraded() || !store.isReady()) {
-        result = localHit(userId, now);
-      } else {
-        try {
-          result = await withTimeout(
-            store.incrWindow(`${deps.keyPrefix ?? 'chat:throttle:'}${userId}`, windowMs),
-            timeoutMs,
-            'store timeout',
-          );
-        } catch (err) {
-          logger.warn({ err: (err as Error).message }, 'chat throttle: store unavailable, using local limit');
-          result = localHit(userId, now);
-        }
-      }
-      if (result.count <= limit) return { ok: true };
-      const retryAfterMs = Math.max(1, result.ttlMs);
-      blockedUntil.set(userId, Date.now() + retryAfterMs);
-      return { ok: false, retryAfterMs };
-    },
-    close() {
-      clearInterval(sweep);
-      blockedUntil.clear();
-      local.clear();
-    },
-  };
+  const limiter = createWindowLimiter({
+    store: deps.store,
+    prefix: deps.keyPrefix ?? 'chat:throttle:',
+    max: deps.limit,
+    windowMs: deps.windowMs,
+    storeTimeoutMs: deps.storeTimeoutMs ?? 1_000,
+    logger: deps.logger,
+    countLocally: deps.isDegraded,
+  });
+  return { limit: deps.limit, windowMs: deps.windowMs, hit: limiter.hit, close: limiter.close };
 }
 
 export interface TypingThrottle {

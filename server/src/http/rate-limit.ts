@@ -1,5 +1,6 @@
-// Owns the fixed-window request counter used by every per-key limit on Herald's own routes (API keys, per-client
-// per-second limits): INCR + PEXPIRE in the shared store, so a limit holds across instances, or per instance while
+// Owns the fixed-window counter used by every per-key limit Herald applies itself (API keys, per-client
+// per-second limits, chat messages and room creations; better-auth's limits count through the same store
+// primitive, `incrWindow`): INCR + PEXPIRE in the shared store, so a limit holds across instances, or per instance while
 // the store is unreachable (never without a limit). Once a key is over its limit this instance answers locally
 // until the window ends, so a client hammering past its limit costs no further store round trips.
 import type { Logger } from '../infra/logger.js';
@@ -21,6 +22,8 @@ export function createWindowLimiter(deps: {
   windowMs: number;
   storeTimeoutMs: number;
   logger: Logger;
+  /** Count locally even while the store answers (chat: while the bus is degraded the store is not trusted). */
+  countLocally?: () => boolean;
 }): WindowLimiter {
   const { store, max, windowMs, logger, prefix } = deps;
   const local = new Map<string, { count: number; resetAt: number }>();
@@ -50,7 +53,7 @@ export function createWindowLimiter(deps: {
       const until = blockedUntil.get(key);
       if (until !== undefined && until > now) return { ok: false, retryAfterMs: until - now };
       let counted: { count: number; ttlMs: number };
-      if (!store.isReady()) counted = localHit(key, now);
+      if (!store.isReady() || deps.countLocally?.()) counted = localHit(key, now);
       else {
         try {
           counted = await withTimeout(
