@@ -14,11 +14,9 @@ import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { createEmail, createEmailRendererFromConfig, registerEmail } from './email/index.js';
-import { emailOutcomeEvent } from './events/email.js';
-import { createEventOutbox } from './events/outbox.js';
 import { idempotencyRetentionTask } from './http/idempotency.js';
 import { registerClientConfig, registerWebApp } from './http/web-app.js';
-import { createEmailOutbox, emailOutboxRetentionTask } from './infra/email-outbox.js';
+import { emailOutboxRetentionTask } from './infra/email-outbox.js';
 import { createHousekeeping } from './infra/housekeeping.js';
 import { canPrettyPrint } from './infra/logger.js';
 import type { Store } from './infra/store.js';
@@ -28,13 +26,13 @@ import { registerHealth } from './ops/health.js';
 import { createLifecycle } from './ops/lifecycle.js';
 import { registerMetrics } from './ops/metrics.js';
 import { createHeraldMetrics, installHttpMetrics } from './ops/prometheus.js';
-import { createPush, registerPush } from './push/index.js';
+import { registerPush } from './push/index.js';
 import { createRealtime, registerRealtimeTestRoutes } from './realtime/index.js';
+import { createChannels } from './root/channels.js';
 import { registerApiDocs } from './root/docs.js';
 import { createFrontDoor, installBrowserPolicy } from './root/fastify.js';
 import { openInfra } from './root/infra.js';
-import { pushTransport } from './root/outbound.js';
-import { createWebhooks, registerWebhooks } from './webhooks/index.js';
+import { registerWebhooks } from './webhooks/index.js';
 import type { Resolver } from './webhooks/ssrf.js';
 
 export type { AppContext } from './context.js';
@@ -85,32 +83,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // infra
   const { database, store, mailer } = await openInfra(config, logger, options.overrides);
   late = { store, dbWaiting: () => database.waiting?.() ?? 0 };
-  // The event port before its writers (email outbox, auth, notifications, chat) and with its consumers attached.
-  const events = createEventOutbox();
-  const webhooks = createWebhooks({
-    config,
-    db: database.db,
-    logger,
-    ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
-  });
-  events.attach(webhooks.events);
-  // Web Push: before the notifications feature, whose delivery runs its strategy.
-  const push = createPush({
-    config,
-    db: database.db,
-    logger,
-    events,
-    ...pushTransport(config, options.pushResolver),
-  });
-  const outbox = createEmailOutbox({
-    db: database.db,
-    mailer,
-    logger: logger.child({ component: 'email-outbox' }),
-    pollMs: config.EMAIL_QUEUE_POLL_MS,
-    maxAttempts: config.EMAIL_MAX_ATTEMPTS,
-    retryBaseMs: config.EMAIL_RETRY_BASE_MS,
-    onOutcome: (tx, outcome) => events.write(tx, [emailOutcomeEvent(outcome)]).then(() => undefined),
-  });
+  // The event port with its consumers attached, before its writers; push before the notifications feature, whose
+  // delivery runs its strategy; the email outbox every feature sends through.
+  const { events, webhooks, push, outbox } = createChannels(config, { database, mailer, logger }, options);
   const lifecycle = createLifecycle({
     logger,
     timeoutMs: config.SHUTDOWN_TIMEOUT_MS,

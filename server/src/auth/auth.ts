@@ -1,22 +1,25 @@
 // Owns the better-auth instance: plugins, email hooks, session storage and password hashing.
-import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
+import { randomBytes, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { drizzleAdapter } from '@better-auth/drizzle-adapter';
 import { type BetterAuthPlugin, betterAuth } from 'better-auth';
 import { createAuthMiddleware } from 'better-auth/api';
-import { admin, genericOAuth, magicLink, openAPI, username } from 'better-auth/plugins';
+import { admin, magicLink, openAPI, username } from 'better-auth/plugins';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { BUILT_IN_SOCIAL_PROVIDERS, type Config, normalizeLocale } from '../config.js';
+import { type Config, normalizeLocale } from '../config.js';
 import type { EventOutbox } from '../events/outbox.js';
-import { type Db, rowsOf } from '../infra/db.js';
+import type { Db } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
 import type { Mail } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
 import type { Store } from '../infra/store.js';
 import type { Realtime, UserDisconnect } from '../realtime/index.js';
-import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
+import { createAccountEmailSender } from './account-emails.js';
+import { createAuthStorage } from './auth-storage.js';
+import type { Revocation } from './revocation.js';
+import { socialSignIn } from './social.js';
 
 export { AUTH_STORE_PREFIX } from './revocation.js';
 
@@ -136,43 +139,6 @@ export interface AuthDeps {
   events?: Pick<EventOutbox, 'write'>;
 }
 
-/**
- * The user a better-auth store key belongs to, when it can be told (session records carry it in their value).
- * Used so that a lost write also bumps that user's revocation marker once it is repaired.
- */
-function userOfKey(key: string, value?: string): string | null {
-  for (const prefix of ['active-sessions-', 'revoked-sessions-before-']) {
-    if (key.startsWith(prefix)) return key.slice(prefix.length) || null;
-  }
-  if (value === undefined) return null;
-  try {
-    const parsed = JSON.parse(value) as { session?: { userId?: unknown } };
-    return typeof parsed?.session?.userId === 'string' ? parsed.session.userId : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Per-instance fixed-window counters: the auth rate limit while the shared store cannot count. */
-function createLocalWindows() {
-  const windows = new Map<string, { count: number; resetAt: number }>();
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k);
-  }, 60_000);
-  sweep.unref();
-  return (key: string, windowMs: number): number => {
-    const now = Date.now();
-    const w = windows.get(key);
-    if (!w || w.resetAt <= now) {
-      windows.set(key, { count: 1, resetAt: now + windowMs });
-      return 1;
-    }
-    w.count++;
-    return w.count;
-  };
-}
-
 /** The user's stored locale tag (null when unset, so the renderer uses DEFAULT_LOCALE). */
 const localeOf = (user: object): string | null => {
   const locale = (user as { locale?: unknown }).locale;
@@ -198,66 +164,10 @@ export function createAuth({
   revocation,
   events,
 }: AuthDeps) {
+  const send = createAccountEmailSender({ db, outbox, emails, logger });
   const feLink = (page: string, token: string) =>
     `${config.FE_BASE_URL}/${page}?token=${encodeURIComponent(token)}`;
-  const templates = { verify: 'verify-email', reset: 'reset-password', 'magic-link': 'magic-link' } as const;
-  const localeOfAddress = async (email: string): Promise<string | null> => {
-    const rows = rowsOf<{ locale: string | null }>(
-      await db.execute(sql`select locale from "user" where email = ${email.toLowerCase()} limit 1`),
-    );
-    return rows[0]?.locale ?? null;
-  };
-  /** Renders the account email in the recipient's locale (looked up by address when the hook has no user). */
-  const send = async (
-    kind: 'verify' | 'reset' | 'magic-link',
-    token: string,
-    to: string,
-    locale: string | null | undefined,
-    url: string,
-  ) => {
-    let mail: Mail;
-    try {
-      const tag = locale === undefined ? await localeOfAddress(to) : locale;
-      mail = { to, ...emails.render({ template: templates[kind], url }, tag) };
-    } catch (err) {
-      logger.error({ err, kind }, 'failed to render auth email');
-      return;
-    }
-    // One queue row per token (a hash: the key is indexed and logged, the token must not be), so a retried hook
-    // never queues the same link twice. Queued, not sent: the request never waits for SMTP. The hooks do not
-    // await this either: a reset or magic-link request for an unknown address queues nothing, and a response that
-    // waited for the insert only for known addresses would tell them apart by timing.
-    const dedupeKey = `auth:${kind}:${createHash('sha256').update(token).digest('hex').slice(0, 40)}`;
-    try {
-      await outbox.enqueue([{ dedupeKey, ...mail }]);
-    } catch (err) {
-      // The database is down: the request is failing anyway; the user can ask for another link.
-      logger.error({ err, to: mail.to, kind }, 'failed to queue auth email');
-    }
-  };
-  const authPrefix = AUTH_STORE_PREFIX;
-  const localWindow = createLocalWindows();
-  /**
-   * A store write that failed is not the end of the request: the database holds the truth (sessions and
-   * verification values are stored there too), and the stale or missing store copy is repaired durably
-   * (auth/revocation.ts). Only when the repair cannot be recorded either does the write fail, and the bridge
-   * answers 503 rather than a success that did not happen.
-   */
-  const writeOrRepair = async (key: string, write: () => Promise<void>, value?: string) => {
-    try {
-      await write();
-    } catch (err) {
-      logger.warn({ err: (err as Error).message }, 'auth store write failed; recording a repair');
-      // better-auth's per-user "revoked before" marker is only ever raised; deleting it would forget a
-      // revocation, so its repair only bumps Herald's marker (the session records themselves are repaired).
-      const repairKey = key.startsWith('revoked-sessions-before-') ? null : authPrefix + key;
-      try {
-        await revocation.writeFailed(repairKey, userOfKey(key, value));
-      } catch {
-        throw err;
-      }
-    }
-  };
+  const { socialProviders, socialPlugins } = socialSignIn(config);
   const disconnect = async (event: UserDisconnect) => {
     if (!realtime) return;
     try {
@@ -279,45 +189,6 @@ export function createAuth({
           )}) and role is distinct from 'admin'`,
     );
   };
-  const socialPlugins: BetterAuthPlugin[] = [];
-  let socialProviders: Record<
-    string,
-    { clientId: string; clientSecret: string; requireEmailVerification: boolean }
-  > = {};
-  if (config.SOCIAL_CLIENT_ID && config.SOCIAL_CLIENT_SECRET) {
-    const provider = config.SOCIAL_PROVIDER;
-    // better-auth reads this per provider (not from emailAndPassword): without it an account whose email the
-    // provider did not verify would get a session, bypassing the contract's "verified before sign-in" rule.
-    const requireEmailVerification = true;
-    if (BUILT_IN_SOCIAL_PROVIDERS.has(provider) && !config.SOCIAL_ISSUER) {
-      socialProviders = {
-        [provider]: {
-          clientId: config.SOCIAL_CLIENT_ID,
-          clientSecret: config.SOCIAL_CLIENT_SECRET,
-          requireEmailVerification,
-        },
-      };
-    } else if (config.SOCIAL_ISSUER) {
-      socialPlugins.push(
-        genericOAuth({
-          config: [
-            {
-              providerId: provider,
-              discoveryUrl: `${config.SOCIAL_ISSUER.replace(/\/+$/, '')}/.well-known/openid-configuration`,
-              clientId: config.SOCIAL_CLIENT_ID,
-              clientSecret: config.SOCIAL_CLIENT_SECRET,
-              scopes: ['openid', 'email', 'profile'],
-              pkce: true,
-              requireEmailVerification,
-              // The contract's callback path; genericOAuth providers are served by the core /callback/:id route.
-              redirectURI: `${config.API_BASE_URL}/auth/callback/${provider}`,
-            },
-          ],
-        }),
-      );
-    }
-  }
-
   // Answers a body the bridge refused (auth/bridge.ts BODY_REFUSED_HEADER) after better-auth's router has
   // counted the request against the route's rate limit (its onRequest runs the limiter before plugins').
   const bodyGuard: BetterAuthPlugin = {
@@ -358,37 +229,7 @@ export function createAuth({
         },
       },
     },
-    secondaryStorage: {
-      // A failed read degrades to "not in the store": sessions and verification values then come from PostgreSQL
-      // (both are stored there too). Failed writes and deletes are repaired durably (writeOrRepair).
-      get: async (key) => {
-        try {
-          return await store.get(authPrefix + key);
-        } catch (err) {
-          revocation.storeFailed();
-          logger.warn({ err: (err as Error).message }, 'auth store read failed');
-          return null;
-        }
-      },
-      getAndDelete: (key) => store.getdel(authPrefix + key),
-      set: (key, value, ttl) =>
-        writeOrRepair(key, () => store.set(authPrefix + key, value, ttl ? ttl * 1000 : undefined), value),
-      delete: (key) => writeOrRepair(key, () => store.del(authPrefix + key)),
-      increment: async (key, ttl) => {
-        try {
-          return (await store.incrWindow(authPrefix + key, ttl * 1000)).count;
-        } catch (err) {
-          // Keys are `<ip>|<path>`. While the store cannot count, each instance counts on its own with the same
-          // limit (docs/architecture.md "Limits and timeouts": still limited, never unlimited and never a blanket 503); once the store answers
-          // again the shared count takes over.
-          logger.warn(
-            { err: (err as Error).message },
-            'auth rate-limit store unreachable; limiting per instance',
-          );
-          return localWindow(key, ttl * 1000);
-        }
-      },
-    },
+    secondaryStorage: createAuthStorage({ store, logger, revocation }),
     // Verification values (email links, reset and magic-link tokens) in PostgreSQL as well, so they can be issued
     // and redeemed while the store is unreachable; identifiers hashed, so a read of the store or the table (a
     // dump, a replica, a MONITOR) does not hand out working links.

@@ -1,35 +1,31 @@
-// Owns every SQL statement on the notification and notification_preference tables. Plain statements use
+// Owns every SQL statement on the notification table and the writes of the per-user event log (the log's reads are
+// event-log.ts, the preferences preferences-repository.ts; this factory composes all three). Plain statements use
 // Drizzle's builder; raw SQL stays where it earns its place, each with its reason.
 import { and, eq, ne, type SQL, sql } from 'drizzle-orm';
 import type { EventOutbox } from '../events/outbox.js';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
-import { notification, notificationCursor, notificationPreference } from '../infra/schema/index.js';
+import { notification, notificationCursor } from '../infra/schema/index.js';
+
+export * from './rows.js';
+
+import { createEventLog } from './event-log.js';
+import { createPreferencesRepository } from './preferences-repository.js';
+import {
+  iso,
+  type LogEntry,
+  type LoggedEventKind,
+  type NotificationRow,
+  type SeqEvent,
+  type StoredNotification,
+  toNotification,
+} from './rows.js';
 import {
   type Counts,
-  DEFAULT_EMAIL_TYPES,
-  DEFAULT_PUSH_TYPES,
-  type EmailDigest,
   type ListQuery,
   NOTIFICATION_TYPES,
   type Notification,
   type NotificationType,
-  type Preferences,
-  type PreferencesPatch,
 } from './schemas.js';
-
-interface NotificationRow {
-  id: string;
-  user_id: string;
-  type: NotificationType;
-  title: string;
-  content: string;
-  metadata: Record<string, unknown> | null;
-  read: boolean;
-  created_at: Date | string;
-  updated_at: Date | string;
-}
-
-const iso = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
 
 /** The notification columns as the builder selects and returns them. */
 const FIELDS = {
@@ -44,66 +40,7 @@ const FIELDS = {
   updated_at: notification.updatedAt,
 };
 
-export type StoredNotification = Notification;
-
-export function toNotification(row: NotificationRow): Notification {
-  return {
-    id: row.id,
-    userId: row.user_id,
-    type: row.type,
-    title: row.title,
-    content: row.content,
-    metadata: row.metadata ?? {},
-    read: row.read,
-    createdAt: iso(row.created_at),
-    updatedAt: iso(row.updated_at),
-  };
-}
-
 const COLUMNS = sql.raw('id, user_id, type, title, content, metadata, read, created_at, updated_at');
-const N_COLUMNS = sql.raw(
-  'n.id, n.user_id, n.type, n.title, n.content, n.metadata, n.read, n.created_at, n.updated_at',
-);
-
-/** The SSE events that change a user's state; each gets the user's next seq and a row in the event log. */
-export const LOGGED_EVENT_KINDS = [
-  'new_notification',
-  'notification_updated',
-  'notification_deleted',
-  'notifications_cleared',
-  'unread_count_changed',
-] as const;
-export type LoggedEventKind = (typeof LOGGED_EVENT_KINDS)[number];
-
-/** One event as written to the log: a notification reference or small data, never notification content. */
-interface LogEntry {
-  kind: LoggedEventKind;
-  notificationId?: string;
-  data?: Record<string, unknown>;
-}
-
-/** A committed, sequenced event as published on the bus and replayed to streams. */
-export interface SeqEvent {
-  seq: number;
-  name: LoggedEventKind;
-  data: Record<string, unknown>;
-}
-
-/** A user's cursor: the newest seq issued, the unread count, and the oldest seq still in the log. */
-export interface UserCursor {
-  lastSeq: number;
-  unread: number;
-  /** Oldest logged seq, or null when the log holds nothing for the user (pruned or never written). */
-  oldestSeq: number | null;
-}
-
-interface EventRow extends Partial<NotificationRow> {
-  seq: string;
-  kind: LoggedEventKind;
-  data: Record<string, unknown> | null;
-  nid: string | null;
-}
-
 export interface CreatedNotification {
   notification: Notification;
   /** Seq of its new_notification event; unread_count_changed follows at seq + 1. */
@@ -114,39 +51,6 @@ export interface CreatedNotification {
 /** `%`, `_` and the escape character itself match literally inside the ILIKE pattern. */
 export function likePattern(term: string): string {
   return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-export interface EmailRecipient {
-  userId: string;
-  notificationId: string;
-  email: string;
-  /** The user's BCP 47 tag, or null for DEFAULT_LOCALE. */
-  locale: string | null;
-  digest: EmailDigest;
-  /** The notification's created_at (database clock), epoch ms. */
-  createdAtMs: number;
-}
-
-export interface PreferenceRow {
-  email_enabled: boolean;
-  push_enabled: boolean;
-  email_types: string[] | null;
-  push_types: string[] | null;
-  email_digest: string;
-  created_at: Date | string;
-  updated_at: Date | string;
-}
-
-function toPreferences(row: PreferenceRow): Preferences {
-  return {
-    emailEnabled: row.email_enabled,
-    pushEnabled: row.push_enabled,
-    emailTypes: (row.email_types ?? DEFAULT_EMAIL_TYPES) as NotificationType[],
-    pushTypes: (row.push_types ?? DEFAULT_PUSH_TYPES) as NotificationType[],
-    emailDigest: row.email_digest === 'hourly' || row.email_digest === 'daily' ? row.email_digest : 'off',
-    createdAt: iso(row.created_at),
-    updatedAt: iso(row.updated_at),
-  };
 }
 
 export interface NewRowTemplate {
@@ -254,9 +158,12 @@ async function writeEvents(
 }
 
 export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOutbox, 'write' | 'wants'>) {
-  const exec = async <T>(query: SQL) => rowsOf<T>(await db.execute(query));
+  const _exec = async <T>(query: SQL) => rowsOf<T>(await db.execute(query));
 
   return {
+    // The event log's reads (cursor, resume) and the preferences have their own modules; one repository for callers.
+    ...createEventLog(db),
+    ...createPreferencesRepository(db),
     /** `via`: where to read (a replica chosen by the read router, docs/architecture.md "Read replicas"). */
     async list(
       userId: string,
@@ -418,62 +325,6 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
       });
     },
 
-    /** The user's cursor (zeros when nothing was ever written for them). */
-    async cursor(userId: string): Promise<UserCursor> {
-      // Raw SQL: bigint seqs as text (int8 precision) and the oldest-seq subquery in one round trip.
-      const [row] = await exec<{ last_seq: string; unread: number; oldest: string | null }>(
-        sql`select c.last_seq::text as last_seq, c.unread,
-                   (select min(e.seq)::text from notification_event e where e.user_id = ${userId}) as oldest
-            from notification_cursor c where c.user_id = ${userId}`,
-      );
-      if (!row) return { lastSeq: 0, unread: 0, oldestSeq: null };
-      return {
-        lastSeq: Number(row.last_seq),
-        unread: Number(row.unread),
-        oldestSeq: row.oldest === null ? null : Number(row.oldest),
-      };
-    },
-
-    /** Newest seq of each of these users (absent users have none); one query for every local stream. */
-    async lastSeqs(userIds: string[]): Promise<Map<string, number>> {
-      const result = new Map<string, number>();
-      if (userIds.length === 0) return result;
-      // Raw SQL: `= any(text[])` takes one parameter for thousands of users; seqs as text (int8 precision).
-      const rows = await exec<{ user_id: string; last_seq: string }>(
-        sql`select user_id, last_seq::text as last_seq from notification_cursor
-            where user_id = any(${textArray(userIds)})`,
-      );
-      for (const r of rows) result.set(r.user_id, Number(r.last_seq));
-      return result;
-    },
-
-    /**
-     * Logged events after a cursor, in seq order (SSE resume and gap repair). Events that reference a
-     * notification carry its current state; one that has since been deleted is replayed as a
-     * notification_deleted under the same seq.
-     */
-    async eventsAfter(userId: string, afterSeq: number, limit: number): Promise<SeqEvent[]> {
-      // Raw SQL: left join onto the current row with seqs as text (int8 precision).
-      const rows = await exec<EventRow>(
-        sql`select e.seq::text as seq, e.kind, e.data, e.notification_id as nid, ${N_COLUMNS}
-            from notification_event e left join notification n on n.id = e.notification_id
-            where e.user_id = ${userId} and e.seq > ${afterSeq}
-            order by e.seq asc limit ${limit}`,
-      );
-      return rows.map((r) => {
-        if (r.nid === null) return { seq: Number(r.seq), name: r.kind, data: r.data ?? {} };
-        if (r.id)
-          return {
-            seq: Number(r.seq),
-            name: r.kind,
-            data: { notification: toNotification(r as NotificationRow) },
-          };
-        // Deleted since: its seq still carries an event (ids stay contiguous for clients that check), one that
-        // says what is true now. Applying it is a no-op for a client that never saw the notification.
-        return { seq: Number(r.seq), name: 'notification_deleted' as const, data: { notificationId: r.nid } };
-      });
-    },
-
     /**
      * Creates the same notification for many users in ONE statement (docs/architecture.md "Broadcast at
      * scale"): the notification rows, each user's cursor bump and both event-log rows (new_notification at
@@ -576,121 +427,6 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
         ).map(toNotification);
       }
       return { created, existing };
-    },
-
-    /**
-     * Queues the email of one notification for every user among `items` whose address is verified and whose
-     * preferences allow `type`, in one INSERT … SELECT (the rendered mail is the same for every recipient and
-     * is sent once). Returns the users it was queued for, including those whose email was already queued (the
-     * outbox's per-notification dedupe key keeps a re-run single).
-     */
-    /**
-     * Who among `items` gets `type` by email: a verified address (an unverified one was typed by whoever signed up,
-     * not necessarily its owner, so Herald never mails notification content there), not banned, emailEnabled, and
-     * the type in emailTypes. With what the email feature needs to write to them: address, locale, digest choice,
-     * and the notification's creation time (which digest window it belongs to).
-     */
-    async emailRecipients(
-      items: Array<{ userId: string; notificationId: string }>,
-      type: string,
-    ): Promise<EmailRecipient[]> {
-      if (items.length === 0) return [];
-      // Raw SQL: unnest of two parallel arrays joined to the user, preferences and the notification's time.
-      const rows = await exec<{
-        user_id: string;
-        nid: string;
-        email: string;
-        locale: string | null;
-        digest: string;
-        created_ms: string | number;
-      }>(
-        sql`select x.user_id, x.nid, u.email, u.locale, coalesce(p.email_digest, 'off') as digest,
-                   (extract(epoch from n.created_at) * 1000)::bigint as created_ms
-            from unnest(${textArray(items.map((i) => i.userId))}, ${textArray(items.map((i) => i.notificationId))})
-              as x(user_id, nid)
-            join "user" u on u.id = x.user_id and u.email_verified and not coalesce(u.banned, false)
-            join notification n on n.id = x.nid::uuid
-            left join notification_preference p on p.user_id = x.user_id
-            where coalesce(p.email_enabled, true)
-              and ${type} = any(coalesce(p.email_types, ${textArray(DEFAULT_EMAIL_TYPES)}))`,
-      );
-      return rows.map((r) => ({
-        userId: r.user_id,
-        notificationId: r.nid,
-        email: r.email,
-        locale: r.locale,
-        digest: r.digest === 'hourly' || r.digest === 'daily' ? r.digest : 'off',
-        createdAtMs: Number(r.created_ms),
-      }));
-    },
-
-    /**
-     * One-click unsubscribe (CONTRACT §12): removes `type` from the user's emailTypes (the default set when unset),
-     * or with null turns email off. False when the user no longer exists.
-     */
-    async unsubscribeEmail(userId: string, type: NotificationType | null): Promise<boolean> {
-      const defaults = textArray(DEFAULT_EMAIL_TYPES);
-      const rows = await exec<{ user_id: string }>(
-        type === null
-          ? sql`insert into notification_preference (user_id, email_enabled)
-                select id, false from "user" where id = ${userId}
-                on conflict (user_id) do update set email_enabled = false, updated_at = now()
-                returning user_id`
-          : sql`insert into notification_preference (user_id, email_types)
-                select id, array_remove(${defaults}, ${type}) from "user" where id = ${userId}
-                on conflict (user_id) do update
-                  set email_types = array_remove(coalesce(notification_preference.email_types, ${defaults}), ${type}),
-                      updated_at = now()
-                returning user_id`,
-      );
-      return rows.length > 0;
-    },
-
-    async getPreferences(userId: string): Promise<Preferences> {
-      // Race-free first read: concurrent callers both "insert", one wins, both read the same row.
-      await db
-        .insert(notificationPreference)
-        .values({ userId })
-        .onConflictDoNothing({ target: notificationPreference.userId });
-      const [row] = await db
-        .select()
-        .from(notificationPreference)
-        .where(eq(notificationPreference.userId, userId));
-      if (!row) throw new Error('preferences row missing after upsert');
-      return toPreferences({
-        email_enabled: row.emailEnabled,
-        push_enabled: row.pushEnabled,
-        email_types: row.emailTypes,
-        push_types: row.pushTypes,
-        email_digest: row.emailDigest,
-        created_at: row.createdAt,
-        updated_at: row.updatedAt,
-      });
-    },
-
-    async updatePreferences(userId: string, patch: PreferencesPatch): Promise<Preferences> {
-      const cols: string[] = [];
-      const vals: SQL[] = [];
-      const add = (col: string, value: SQL) => {
-        cols.push(col);
-        vals.push(value);
-      };
-      if (patch.emailEnabled !== undefined) add('email_enabled', sql`${patch.emailEnabled}`);
-      if (patch.pushEnabled !== undefined) add('push_enabled', sql`${patch.pushEnabled}`);
-      const arr = (v: string[] | null) => (v === null ? sql`null::text[]` : textArray([...new Set(v)]));
-      if (patch.emailTypes !== undefined) add('email_types', arr(patch.emailTypes));
-      if (patch.pushTypes !== undefined) add('push_types', arr(patch.pushTypes));
-      if (patch.emailDigest !== undefined) add('email_digest', sql`${patch.emailDigest}`);
-      if (cols.length === 0) return this.getPreferences(userId);
-      // Raw SQL: a partial upsert whose text[] values go through textArray (same on node-postgres and PGlite).
-      const insertCols = sql.raw(['user_id', ...cols].join(', '));
-      const sets = sql.raw([...cols.map((c) => `${c} = excluded.${c}`), 'updated_at = now()'].join(', '));
-      const [row] = await exec<PreferenceRow>(
-        sql`insert into notification_preference (${insertCols}) values (${sql.join([sql`${userId}`, ...vals], sql`, `)})
-            on conflict (user_id) do update set ${sets} returning *`,
-      );
-      if (!row) throw new Error('preferences upsert returned nothing');
-      return toPreferences(row);
     },
   };
 }

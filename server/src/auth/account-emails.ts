@@ -1,0 +1,56 @@
+// Owns the account emails better-auth asks for (verification, password reset, magic link): rendered in the
+// recipient's locale from the branded templates and queued on the durable email outbox, one row per token.
+import { createHash } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { type Db, rowsOf } from '../infra/db.js';
+import type { EmailOutbox } from '../infra/email-outbox.js';
+import type { Logger } from '../infra/logger.js';
+import type { Mail } from '../infra/mailer.js';
+import type { AuthEmails } from './auth.js';
+
+export type AccountEmailKind = 'verify' | 'reset' | 'magic-link';
+
+export function createAccountEmailSender(deps: {
+  db: Db;
+  outbox: Pick<EmailOutbox, 'enqueue'>;
+  emails: AuthEmails;
+  logger: Logger;
+}) {
+  const { db, outbox, emails, logger } = deps;
+  const templates = { verify: 'verify-email', reset: 'reset-password', 'magic-link': 'magic-link' } as const;
+  const localeOfAddress = async (email: string): Promise<string | null> => {
+    const rows = rowsOf<{ locale: string | null }>(
+      await db.execute(sql`select locale from "user" where email = ${email.toLowerCase()} limit 1`),
+    );
+    return rows[0]?.locale ?? null;
+  };
+  /** Renders the account email in the recipient's locale (looked up by address when the hook has no user). */
+  const send = async (
+    kind: AccountEmailKind,
+    token: string,
+    to: string,
+    locale: string | null | undefined,
+    url: string,
+  ) => {
+    let mail: Mail;
+    try {
+      const tag = locale === undefined ? await localeOfAddress(to) : locale;
+      mail = { to, ...emails.render({ template: templates[kind], url }, tag) };
+    } catch (err) {
+      logger.error({ err, kind }, 'failed to render auth email');
+      return;
+    }
+    // One queue row per token (a hash: the key is indexed and logged, the token must not be), so a retried hook
+    // never queues the same link twice. Queued, not sent: the request never waits for SMTP. The hooks do not
+    // await this either: a reset or magic-link request for an unknown address queues nothing, and a response that
+    // waited for the insert only for known addresses would tell them apart by timing.
+    const dedupeKey = `auth:${kind}:${createHash('sha256').update(token).digest('hex').slice(0, 40)}`;
+    try {
+      await outbox.enqueue([{ dedupeKey, ...mail }]);
+    } catch (err) {
+      // The database is down: the request is failing anyway; the user can ask for another link.
+      logger.error({ err, to: mail.to, kind }, 'failed to queue auth email');
+    }
+  };
+  return send;
+}
