@@ -16,6 +16,7 @@ import { registerApiKeys } from './api-keys/index.js';
 import { createAuth } from './auth/auth.js';
 import { registerAuthBridge } from './auth/bridge.js';
 import { createSessionResolver } from './auth/guard.js';
+import { createGetSessionFastPath } from './auth/session-read.js';
 import { describeAuthRoutes } from './auth/openapi.js';
 import { createRevocation } from './auth/revocation.js';
 import { registerChat } from './chat/index.js';
@@ -346,6 +347,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   const sessions = createSessionResolver(auth, { store, db: database.db, logger, revocation });
   resolver = sessions;
+  const sessionRead = createGetSessionFastPath(auth, { sessions, store });
 
   app.decorate('ctx', {
     config,
@@ -358,6 +360,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     realtime,
     auth,
     sessions,
+    sessionRead,
     revocation,
     lifecycle,
     metrics,
@@ -416,7 +419,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  registerAuthBridge(app, auth, config.API_BASE_URL);
+  registerAuthBridge(app, auth, config.API_BASE_URL, sessionRead);
   // The bundled web app (its onRequest hook answers static files and page navigations before routing does).
   registerWebApp(app);
 

@@ -3,6 +3,7 @@
 import type { Auth } from './auth/auth.js';
 import type { SessionResolver } from './auth/guard.js';
 import type { Revocation } from './auth/revocation.js';
+import type { GetSessionFastPath } from './auth/session-read.js';
 import type { Config } from './config.js';
 import type { Email } from './email/index.js';
 import type { EventOutbox } from './events/outbox.js';
@@ -33,6 +34,8 @@ export interface AppContext {
   realtime: Realtime;
   auth: Auth;
   sessions: SessionResolver;
+  /** `GET /auth/get-session` answered from the session caches when that equals better-auth's answer. */
+  sessionRead: GetSessionFastPath;
   /**
    * Revocation convergence (auth/revocation.ts): `revocation.isSessionLive(userId, sessionId)` for live
    * connections, durable repair of auth store writes lost to an outage.

@@ -8,6 +8,7 @@ import { nestedDeeperThan, nulError } from '../http/nul-guard.js';
 import { session as sessionTable } from '../infra/schema/index.js';
 import { isLastAdminViolation, LAST_ADMIN_MESSAGE } from './account-rules.js';
 import { type Auth, BODY_REFUSED_HEADER, MAX_AUTH_BODY_DEPTH } from './auth.js';
+import type { GetSessionFastPath } from './session-read.js';
 
 const ALIASES: Record<string, string> = {
   // Contract name kept for clients written against older better-auth releases.
@@ -140,7 +141,12 @@ async function sendWebResponse(reply: FastifyReply, response: Response) {
   return reply.send(text);
 }
 
-export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: string): void {
+export function registerAuthBridge(
+  app: FastifyInstance,
+  auth: Auth,
+  baseUrl: string,
+  getSession?: GetSessionFastPath,
+): void {
   app.register(async (scope) => {
     // OAuth providers may post form-encoded callbacks; better-auth parses the raw text itself.
     scope.addContentTypeParser(
@@ -184,6 +190,19 @@ export function registerAuthBridge(app: FastifyInstance, auth: Auth, baseUrl: st
               code: 'UNSUPPORTED_MEDIA_TYPE',
               message: 'Content-Type must be application/json',
             });
+          }
+        }
+        // The session read front ends poll: answered from the guard's caches when that gives better-auth's exact
+        // answer (auth/session-read.ts); a query string (disableCookieCache, disableRefresh, …) always goes on.
+        if (getSession && request.method === 'GET' && request.url === '/auth/get-session') {
+          const fast = await getSession.answer(request.headers).catch((err: unknown) => {
+            request.log.warn({ err }, 'get-session fast path failed; asking better-auth');
+            return null;
+          });
+          if (fast) {
+            reply.code(200);
+            for (const [name, value] of fast.headers) reply.header(name, value);
+            return reply.send(fast.body);
           }
         }
         const target = resolveTarget(request);
