@@ -16,9 +16,9 @@ import { registerApiKeys } from './api-keys/index.js';
 import { createAuth } from './auth/auth.js';
 import { registerAuthBridge } from './auth/bridge.js';
 import { createSessionResolver } from './auth/guard.js';
-import { createGetSessionFastPath } from './auth/session-read.js';
 import { describeAuthRoutes } from './auth/openapi.js';
 import { createRevocation } from './auth/revocation.js';
+import { createGetSessionFastPath } from './auth/session-read.js';
 import { registerChat } from './chat/index.js';
 import { type Config, parseTrustProxy } from './config.js';
 import type { AppContext } from './context.js';
@@ -79,6 +79,8 @@ export type App = FastifyInstance;
 /** GET paths polled by clients and load balancers; their access log is off unless ACCESS_LOG_POLLED_ROUTES. */
 const POLLED_READS = new Set([
   '/health',
+  // better-auth's client calls it on load, on focus and on an interval.
+  '/auth/get-session',
   '/notification/unread-count',
   '/notification/counts',
   '/notification/list',

@@ -158,9 +158,9 @@ export function createGetSessionFastPath(auth: Auth, deps: GetSessionFastPathDep
     const signature = createHmac('sha256', s.secret)
       .update(`${data},"expiresAt":${expiresAt}}`)
       .digest('base64url');
-    const value = Buffer.from(`{"session":${data}},"expiresAt":${expiresAt},"signature":"${signature}"}`).toString(
-      'base64url',
-    );
+    const value = Buffer.from(
+      `{"session":${data}},"expiresAt":${expiresAt},"signature":"${signature}"}`,
+    ).toString('base64url');
     if (value.length > s.maxDataValue) return null;
     return `${s.dataCookie}=${value}${s.dataCookieSuffix}`;
   };

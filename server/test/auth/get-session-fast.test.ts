@@ -10,8 +10,8 @@ import type { App } from '../../src/app.js';
 import * as schema from '../../src/infra/schema/index.js';
 import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
 import { TEST_AUTH_SECRET } from '../helpers/env.js';
-import { freePort } from '../helpers/redis-server.js';
 import { type ServerProcess, spawnServer } from '../helpers/process.js';
+import { freePort } from '../helpers/redis-server.js';
 import { cookieFrom, createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
 
 const DATA = 'better-auth.session_data';
@@ -19,13 +19,16 @@ const DATA = 'better-auth.session_data';
 const PER_RESPONSE = new Set(['date', 'x-request-id', 'set-cookie']);
 
 function snapshotOf(res: LightMyRequestResponse): string | undefined {
-  return ([] as string[])
-    .concat(res.headers['set-cookie'] ?? [])
-    .find((c) => c.startsWith(`${DATA}=`));
+  return ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith(`${DATA}=`));
 }
 
 interface Snapshot {
-  session: { session: Record<string, unknown>; user: Record<string, unknown>; updatedAt: number; version: string };
+  session: {
+    session: Record<string, unknown>;
+    user: Record<string, unknown>;
+    updatedAt: number;
+    version: string;
+  };
   expiresAt: number;
   signature: string;
 }
@@ -98,7 +101,9 @@ describe('get-session fast path', () => {
       expect(Object.keys(f.payload)).toEqual(Object.keys(s.payload));
       expect(Object.keys(f.payload.session)).toEqual(Object.keys(s.payload.session));
       const signed = JSON.stringify({ ...f.payload.session, expiresAt: f.payload.expiresAt });
-      expect(f.payload.signature).toBe(createHmac('sha256', TEST_AUTH_SECRET).update(signed).digest('base64url'));
+      expect(f.payload.signature).toBe(
+        createHmac('sha256', TEST_AUTH_SECRET).update(signed).digest('base64url'),
+      );
       // better-auth's own reader accepts the fast path's cookie.
       const read = await getCookieCache(new Headers({ cookie: `${DATA}=${f.value}` }), {
         secret: TEST_AUTH_SECRET,
@@ -223,7 +228,10 @@ describe('get-session fast path', () => {
     const aged = new Date(Date.now() + 5 * 24 * 3600 * 1000);
     stored.session.expiresAt = aged.toISOString();
     await b.ctx.store.set(key, JSON.stringify(stored), 5 * 24 * 3600 * 1000);
-    await a.ctx.database.db.update(schema.session).set({ expiresAt: aged }).where(eq(schema.session.token, token));
+    await a.ctx.database.db
+      .update(schema.session)
+      .set({ expiresAt: aged })
+      .where(eq(schema.session.token, token));
 
     const before = { ...b.ctx.sessionRead.stats };
     const res = await b.inject({ method: 'GET', url: '/auth/get-session', headers: { cookie: u.cookie } });
@@ -231,7 +239,9 @@ describe('get-session fast path', () => {
     expect(b.ctx.sessionRead.stats.fast).toBe(before.fast);
     expect(String(res.headers['set-cookie'])).toContain('better-auth.session_token=');
     expect(snapshotOf(res)).toMatch(/Max-Age=900/);
-    expect(new Date(res.json().session.expiresAt).getTime()).toBeGreaterThan(Date.now() + 6.9 * 24 * 3600 * 1000);
+    expect(new Date(res.json().session.expiresAt).getTime()).toBeGreaterThan(
+      Date.now() + 6.9 * 24 * 3600 * 1000,
+    );
     // Refreshed: the next call is the fast path's again, with the new expiry.
     const next = await expectSameAnswer(b, u.cookie, true);
     expect(next.json().session.expiresAt).toBe(res.json().session.expiresAt);
@@ -286,7 +296,12 @@ describe('get-session fast path across two server processes on one Redis', () =>
     a = await env.app();
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
-      const server = spawnServer({ ...env.baseEnv, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info' });
+      const server = spawnServer({
+        ...env.baseEnv,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        LOG_LEVEL: 'info',
+      });
       servers.push(server);
       urls.push(`http://127.0.0.1:${port}`);
     }
