@@ -9,7 +9,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { flagArg, machineLoad, numberArg, printTable } from './_lib.js';
+import { cpuSecondsOfPort, flagArg, machineLoad, NO_CLIENT_LIMITS, numberArg, printTable } from './_lib.js';
 import { printProfileSummary } from './_profile.js';
 import { createUser, scratchDir, startBaseline, startHerald, startStack } from './_server.js';
 
@@ -25,9 +25,13 @@ interface Load {
   p50: number;
   p99: number;
   bad: number;
+  /** Server CPU time per request (µs): unlike req/s, hardly moved by other jobs competing for the cores. */
+  cpuUs: number;
 }
 
 async function load(url: string, cookie: string | undefined, seconds: number): Promise<Load> {
+  const port = Number(new URL(url).port);
+  const cpuBefore = cpuSecondsOfPort(port);
   const result = await autocannon({
     url,
     headers: cookie ? { cookie } : {},
@@ -40,6 +44,7 @@ async function load(url: string, cookie: string | undefined, seconds: number): P
     p50: result.latency.p50,
     p99: result.latency.p99,
     bad: result.non2xx + result.errors + result.timeouts,
+    cpuUs: Math.round(((cpuSecondsOfPort(port) - cpuBefore) * 1e6) / Math.max(1, result.requests.total)),
   };
 }
 
@@ -52,15 +57,8 @@ const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
 async function main() {
   const stack = await startStack();
   try {
-    // One user on 100 connections: the per-client limits (100 req/s per user by default) would refuse almost all of
-    // it. They are a policy for many real clients, not part of the path measured here.
     const herald = await startHerald(stack, {
-      env: {
-        CLIENT_MAX_IN_FLIGHT: '0',
-        CLIENT_MAX_IN_FLIGHT_PER_IP: '0',
-        CLIENT_RATE_LIMIT_PER_SECOND: '0',
-        CLIENT_RATE_LIMIT_PER_SECOND_PER_IP: '0',
-      },
+      env: NO_CLIENT_LIMITS,
       ...(profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], name: 'herald-prof' } : {}),
     });
     const user = await createUser(herald.url, stack.smtp, 'session');
@@ -100,6 +98,12 @@ async function main() {
         cookie: user.cookie,
       },
       { name: 'Herald GET /health', url: `${herald.url}/health`, cookie: undefined },
+      // Calibration: Herald's own route behind the guard (the same session read, plus the count's read).
+      {
+        name: 'Herald GET /notification/unread-count',
+        url: `${herald.url}/notification/unread-count`,
+        cookie: user.cookie,
+      },
       {
         name: 'Herald via better-auth (?disableCookieCache=true)',
         url: `${herald.url}/auth/get-session?disableCookieCache=true`,
@@ -116,9 +120,22 @@ async function main() {
         for (const [i, l] of loads.entries()) {
           const r = await load(l.url, l.cookie, duration);
           results[i]?.push(r);
-          rows.push({ load: l.name, 'req/s': r.rps, 'p50 ms': r.p50, 'p99 ms': r.p99, 'non-2xx/err': r.bad });
+          rows.push({
+            load: l.name,
+            'req/s': r.rps,
+            'p50 ms': r.p50,
+            'p99 ms': r.p99,
+            'server CPU µs/req': r.cpuUs,
+            'non-2xx/err': r.bad,
+          });
         }
-        const [fast, bare, health, slow] = rows.map((r) => r['req/s']) as [number, number, number, number];
+        const [fast, bare, health, , slow] = rows.map((r) => r['req/s']) as [
+          number,
+          number,
+          number,
+          number,
+          number,
+        ];
         console.log(`\nround ${round}/${rounds}: ${connections} connections, ${duration} s per load`);
         console.log(`before: ${before}`);
         printTable(rows, 'after:');
@@ -129,17 +146,24 @@ async function main() {
       const med = results.map((rs) => ({
         rps: median(rs.map((r) => r.rps)),
         p99: median(rs.map((r) => r.p99)),
+        cpuUs: median(rs.map((r) => r.cpuUs)),
       }));
-      const [fast, bare, health, slow] = med as [
-        { rps: number; p99: number },
-        { rps: number; p99: number },
-        { rps: number; p99: number },
-        { rps: number; p99: number },
-      ];
+      type Median = { rps: number; p99: number; cpuUs: number };
+      const [fast, bare, health, , slow] = med as [Median, Median, Median, Median, Median];
       console.log(`\nmedian of ${rounds} rounds (${machineLoad()})`);
-      console.table(loads.map((l, i) => ({ load: l.name, 'req/s': med[i]?.rps, 'p99 ms': med[i]?.p99 })));
+      console.table(
+        loads.map((l, i) => ({
+          load: l.name,
+          'req/s': med[i]?.rps,
+          'p99 ms': med[i]?.p99,
+          'server CPU µs/req': med[i]?.cpuUs,
+        })),
+      );
       console.log(
         `get-session fast path: ${ratio(fast.rps, bare.rps)} × the bare route, ${ratio(fast.rps, health.rps)} × /health, ${ratio(fast.rps, slow.rps)} × the better-auth path`,
+      );
+      console.log(
+        `server CPU per request: fast path ${fast.cpuUs} µs, bare route ${bare.cpuUs} µs, /health ${health.cpuUs} µs, better-auth path ${slow.cpuUs} µs`,
       );
     } finally {
       await baseline.stop();
