@@ -62,6 +62,27 @@ interface Rendered {
 }
 
 /**
+ * A plugin that replaces the get-session endpoint (customSession) or hooks into it could change the answer in
+ * ways this module does not know of. None of Herald's does (admin hooks /list-sessions, username /sign-up/email
+ * and /update-user); a matcher that cannot be asked counts as touching it.
+ */
+function pluginsTouchGetSession(options: BetterAuthOptions): boolean {
+  const probe = { path: '/get-session', method: 'GET', headers: new Headers(), query: {} };
+  return (options.plugins ?? []).some((plugin) => {
+    const endpoints = Object.values(plugin.endpoints ?? {}) as { path?: string }[];
+    if (endpoints.some((e) => e.path === '/get-session')) return true;
+    const hooks = [...(plugin.hooks?.before ?? []), ...(plugin.hooks?.after ?? [])];
+    return hooks.some((hook) => {
+      try {
+        return hook.matcher(probe as Parameters<typeof hook.matcher>[0]);
+      } catch {
+        return true;
+      }
+    });
+  });
+}
+
+/**
  * Reads the better-auth settings the answer depends on, or null when better-auth is configured in a way this
  * module does not reproduce (then every request goes to better-auth, which is always correct).
  */
@@ -80,7 +101,7 @@ async function loadSettings(auth: Auth): Promise<Settings | null> {
     !session?.disableSessionRefresh &&
     session?.additionalFields === undefined &&
     !general.account?.storeAccountCookie;
-  if (!reproducible) return null;
+  if (!reproducible || pluginsTouchGetSession(general)) return null;
   const data = ctx.authCookies.sessionData;
   const maxAgeS = data.attributes.maxAge;
   if (typeof maxAgeS !== 'number' || maxAgeS <= 0) return null;
