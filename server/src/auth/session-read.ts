@@ -138,11 +138,9 @@ function render(raw: string, stored: StoredSession, options: Settings['options']
   } as Parameters<typeof parseUserOutput>[1]);
   const createdAtMs = new Date(s.createdAt as string).getTime();
   const expiresAtMs = new Date(s.expiresAt as string).getTime();
-  // An invalid date would make better-auth throw while serialising; leave such a record to it.
-  if (!Number.isFinite(createdAtMs) || !Number.isFinite(expiresAtMs)) return null;
-  if (!Number.isFinite(new Date(s.updatedAt as string).getTime())) return null;
-  if (!Number.isFinite(new Date(u.createdAt as string).getTime())) return null;
-  if (!Number.isFinite(new Date(u.updatedAt as string).getTime())) return null;
+  // An invalid date would make better-auth throw while serialising (toISOString); leave such a record to it.
+  const dates = [s.createdAt, s.expiresAt, s.updatedAt, u.createdAt, u.updatedAt];
+  if (dates.some((d) => !Number.isFinite(new Date(d as string).getTime()))) return null;
   const sessionJson = JSON.stringify(session);
   const userJson = JSON.stringify(user);
   return {
@@ -202,18 +200,14 @@ export function createGetSessionFastPath(auth: Auth, deps: GetSessionFastPathDep
     // same store round trip as the record.
     const knownUser = deps.sessions.knownUserId(token);
     const early = knownUser === undefined ? undefined : readRevokedBefore(knownUser);
+    // Awaited below only when the record is served; a failure on any other way out must not go unhandled.
+    early?.catch(() => undefined);
     const hit = await deps.sessions.storedSession(token);
-    if (!hit) {
-      early?.catch(() => undefined);
-      return null;
-    }
+    if (!hit) return null;
     let r = rendered.get(token);
     if (!r || r.raw !== hit.raw) {
       const fresh = render(hit.raw, hit.parsed, s.options);
-      if (!fresh) {
-        early?.catch(() => undefined);
-        return null;
-      }
+      if (!fresh) return null;
       r = fresh;
       rendered.set(token, r);
     }
