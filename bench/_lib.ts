@@ -71,6 +71,18 @@ export const ONE_ADDRESS_LIMITS: Record<string, string> = {
 };
 
 /**
+ * The per-client limits off (http/client-limits.ts; 100 req/s per user by default): a hot-path benchmark drives one
+ * user from 100 connections, which they would refuse almost entirely. They protect many real clients from one;
+ * the path's own cost is what these benchmarks measure.
+ */
+export const NO_CLIENT_LIMITS: Record<string, string> = {
+  CLIENT_MAX_IN_FLIGHT: '0',
+  CLIENT_MAX_IN_FLIGHT_PER_IP: '0',
+  CLIENT_RATE_LIMIT_PER_SECOND: '0',
+  CLIENT_RATE_LIMIT_PER_SECOND_PER_IP: '0',
+};
+
+/**
  * The production liveness timings (config.ts defaults). The cluster harness shrinks them for tests (an instance
  * is dead after 3 s without a heartbeat); on a saturated machine a scale benchmark would then watch instances
  * declare each other dead mid-run instead of measuring fan-out.

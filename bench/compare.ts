@@ -11,7 +11,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { flagArg, machineLoad, numberArg, printTable, stringArg } from './_lib.js';
+import { flagArg, machineLoad, NO_CLIENT_LIMITS, numberArg, printTable, stringArg } from './_lib.js';
 import { printProfileSummary, type Window } from './_profile.js';
 import {
   type BenchUser,
@@ -101,7 +101,7 @@ async function bodiesOf(herald: ServerProcess, user: BenchUser): Promise<Record<
 }
 
 async function compare(stack: Stack) {
-  const herald = await startHerald(stack);
+  const herald = await startHerald(stack, { env: NO_CLIENT_LIMITS });
   const user = await seed(stack, herald);
   const baseline = await startBaseline(stack, await bodiesOf(herald, user));
   try {
@@ -147,6 +147,7 @@ async function profileEach(stack: Stack) {
     let window: Window | undefined;
     const sub = path.join(dir, p.path.replace(/\W+/g, '_'));
     const herald = await startHerald(stack, {
+      env: NO_CLIENT_LIMITS,
       nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${sub}`],
       name: 'herald-prof',
     });

@@ -1,18 +1,13 @@
-// Composition root: the wiring diagram. Builds, in this order, the front door (root/fastify.ts), the
-// infrastructure (root/infra.ts), the event port and its consumers, the real-time core, auth, the features and
-// ops. Every part gets a typed dependency object and returns the handles later parts take, so a wrong order does
-// not compile (docs/architecture.md, "Composition root"). Builds one independent app per call so tests can run
-// several in one process.
-import type { FastifyInstance } from 'fastify';
 import { registerAdmin } from './admin/index.js';
-import { type ApiKeyService, registerApiKeys } from './api-keys/index.js';
+import { registerApiKeys } from './api-keys/index.js';
 import { createAuth } from './auth/auth.js';
 import { registerAuthBridge } from './auth/bridge.js';
 import { createSessionResolver, type SessionResolver } from './auth/guard.js';
 import { createRevocation } from './auth/revocation.js';
+import { createGetSessionFastPath } from './auth/session-read.js';
 import { registerChat } from './chat/index.js';
 import type { Config } from './config.js';
-import type { AppContext } from './context.js';
+import type { App, AppContext } from './context.js';
 import { createEmail, createEmailRendererFromConfig, registerEmail } from './email/index.js';
 import { idempotencyRetentionTask } from './http/idempotency.js';
 import { registerClientConfig, registerWebApp } from './http/web-app.js';
@@ -20,8 +15,7 @@ import { emailOutboxRetentionTask } from './infra/email-outbox.js';
 import { createHousekeeping } from './infra/housekeeping.js';
 import { canPrettyPrint } from './infra/logger.js';
 import type { Store } from './infra/store.js';
-import { type NotificationService, registerNotifications } from './notifications/index.js';
-import type { StreamHub } from './notifications/stream-hub.js';
+import { registerNotifications } from './notifications/index.js';
 import { registerHealth } from './ops/health.js';
 import { createLifecycle } from './ops/lifecycle.js';
 import { registerMetrics } from './ops/metrics.js';
@@ -35,7 +29,7 @@ import { openInfra } from './root/infra.js';
 import { registerWebhooks } from './webhooks/index.js';
 import type { Resolver } from './webhooks/ssrf.js';
 
-export type { AppContext } from './context.js';
+export type { App, AppContext } from './context.js';
 
 export interface BuildOptions {
   /** Replace infrastructure pieces (tests force failures this way). */
@@ -49,17 +43,6 @@ export interface BuildOptions {
   /** Host resolution for push endpoints (tests answer public-looking names with their own addresses). */
   pushResolver?: Resolver;
 }
-
-/**
- * The built app: a Fastify instance plus, for the entry point and tests only, what was wired into it. Features
- * never see these properties (they get a plain FastifyInstance and their declared dependencies).
- */
-export type App = FastifyInstance & {
-  readonly ctx: AppContext;
-  readonly notifications: NotificationService;
-  readonly notificationStreams: StreamHub;
-  readonly apiKeys: ApiKeyService;
-};
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
   // First: a broken email template override stops start-up before a database or store is opened.
@@ -147,11 +130,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   const sessions = createSessionResolver(auth, { store, db: database.db, logger, revocation });
   late.sessions = sessions;
+  // Herald's own answer to GET /auth/get-session when it is better-auth's exact answer (auth/session-read.ts).
+  const sessionRead = createGetSessionFastPath(auth, { sessions, store });
   app.decorateRequest('auth', null);
 
   await installBrowserPolicy(app, config);
   await registerApiDocs(app, { config, auth });
-  registerAuthBridge(app, { auth, baseUrl: config.API_BASE_URL, database, store, sessions, revocation });
+  registerAuthBridge(app, {
+    ...{ auth, baseUrl: config.API_BASE_URL, database, store, sessions, revocation },
+    getSession: sessionRead,
+  });
   // The bundled web app (its onRequest hook answers static files and page navigations before routing does).
   registerWebApp(app, config, logger);
 
@@ -209,7 +197,20 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   await app.ready();
   const ctx: AppContext = {
-    ...{ config, logger, database, store, mailer, outbox, email, realtime, auth, sessions, revocation },
+    ...{
+      config,
+      logger,
+      database,
+      store,
+      mailer,
+      outbox,
+      email,
+      realtime,
+      auth,
+      sessions,
+      sessionRead,
+      revocation,
+    },
     ...{ lifecycle, metrics, overload, events, drain, clientLimits, webhooks, push, housekeeping },
   };
   return Object.assign(app, {

@@ -1,8 +1,11 @@
 // The per-app dependency container (`app.ctx`): its own module so features and ops can name it without
 // importing the composition root.
+import type { FastifyInstance } from 'fastify';
+import type { ApiKeyService } from './api-keys/index.js';
 import type { Auth } from './auth/auth.js';
 import type { SessionResolver } from './auth/guard.js';
 import type { Revocation } from './auth/revocation.js';
+import type { GetSessionFastPath } from './auth/session-read.js';
 import type { Config } from './config.js';
 import type { Email } from './email/index.js';
 import type { EventOutbox } from './events/outbox.js';
@@ -15,6 +18,8 @@ import type { Housekeeping } from './infra/housekeeping.js';
 import type { Logger } from './infra/logger.js';
 import type { Mailer } from './infra/mailer.js';
 import type { Store } from './infra/store.js';
+import type { NotificationService } from './notifications/index.js';
+import type { StreamHub } from './notifications/stream-hub.js';
 import type { Lifecycle } from './ops/lifecycle.js';
 import type { HeraldMetrics } from './ops/prometheus.js';
 import type { Push } from './push/index.js';
@@ -34,6 +39,8 @@ export interface AppContext {
   realtime: Realtime;
   auth: Auth;
   sessions: SessionResolver;
+  /** `GET /auth/get-session` answered from the session caches when that equals better-auth's answer. */
+  sessionRead: GetSessionFastPath;
   /**
    * Revocation convergence (auth/revocation.ts): `revocation.isSessionLive(userId, sessionId)` for live
    * connections, durable repair of auth store writes lost to an outage.
@@ -61,3 +68,14 @@ export interface AppContext {
   /** The shared housekeeping scheduler (infra/housekeeping.ts) with every owner's task registered. */
   housekeeping: Housekeeping;
 }
+
+/**
+ * The built app: a Fastify instance plus, for the entry point and tests only, what was wired into it. Features
+ * never see these properties (they get a plain FastifyInstance and their declared dependencies).
+ */
+export type App = FastifyInstance & {
+  readonly ctx: AppContext;
+  readonly notifications: NotificationService;
+  readonly notificationStreams: StreamHub;
+  readonly apiKeys: ApiKeyService;
+};

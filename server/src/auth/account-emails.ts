@@ -6,7 +6,14 @@ import { type Db, rowsOf } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
 import type { Mail } from '../infra/mailer.js';
-import type { AuthEmails } from './auth.js';
+
+/** Renders the account emails (email/renderer.ts: branded, localised templates); injected by the composition root. */
+export interface AuthEmails {
+  render(
+    data: { template: 'verify-email' | 'reset-password' | 'magic-link'; url: string },
+    locale: string | null | undefined,
+  ): Omit<Mail, 'to'>;
+}
 
 export type AccountEmailKind = 'verify' | 'reset' | 'magic-link';
 

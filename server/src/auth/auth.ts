@@ -12,11 +12,13 @@ import type { EventOutbox } from '../events/outbox.js';
 import type { Db } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
-import type { Mail } from '../infra/mailer.js';
 import * as schema from '../infra/schema/index.js';
 import type { Store } from '../infra/store.js';
 import type { Realtime, UserDisconnect } from '../realtime/index.js';
-import { createAccountEmailSender } from './account-emails.js';
+import { type AuthEmails, createAccountEmailSender } from './account-emails.js';
+
+export type { AuthEmails } from './account-emails.js';
+
 import { createAuthStorage } from './auth-storage.js';
 import type { Revocation } from './revocation.js';
 import { socialSignIn } from './social.js';
@@ -104,14 +106,6 @@ function isProviderFlow(path: string | undefined): boolean {
   return (
     path !== undefined && /^\/(callback|oauth2|sign-in\/social|sign-in\/oauth2|magic-link\/verify)/.test(path)
   );
-}
-
-/** Renders the account emails (email/renderer.ts: branded, localised templates); injected by the composition root. */
-export interface AuthEmails {
-  render(
-    data: { template: 'verify-email' | 'reset-password' | 'magic-link'; url: string },
-    locale: string | null | undefined,
-  ): Omit<Mail, 'to'>;
 }
 
 /** `locale` on the user (CONTRACT §12): a BCP 47 tag, stored in canonical case; null clears it. */

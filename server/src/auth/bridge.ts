@@ -12,6 +12,7 @@ import { isLastAdminViolation, LAST_ADMIN_MESSAGE } from './account-rules.js';
 import { type Auth, BODY_REFUSED_HEADER, MAX_AUTH_BODY_DEPTH } from './auth.js';
 import type { SessionResolver } from './guard.js';
 import type { Revocation } from './revocation.js';
+import type { GetSessionFastPath } from './session-read.js';
 
 const ALIASES: Record<string, string> = {
   // Contract name kept for clients written against older better-auth releases.
@@ -152,10 +153,13 @@ export interface AuthBridgeDeps {
   store: Store;
   sessions: SessionResolver;
   revocation: Revocation;
+  /** The get-session fast path (auth/session-read.ts); without it every read goes to better-auth. */
+  getSession?: GetSessionFastPath;
 }
 
 export function registerAuthBridge(app: FastifyInstance, deps: AuthBridgeDeps): void {
   const { auth, baseUrl } = deps;
+  const { getSession } = deps;
   app.register(async (scope) => {
     // OAuth providers may post form-encoded callbacks; better-auth parses the raw text itself.
     scope.addContentTypeParser(
@@ -199,6 +203,19 @@ export function registerAuthBridge(app: FastifyInstance, deps: AuthBridgeDeps): 
               code: 'UNSUPPORTED_MEDIA_TYPE',
               message: 'Content-Type must be application/json',
             });
+          }
+        }
+        // The session read front ends poll: answered from the guard's caches when that gives better-auth's exact
+        // answer (auth/session-read.ts); a query string (disableCookieCache, disableRefresh, …) always goes on.
+        if (getSession && request.method === 'GET' && request.url === '/auth/get-session') {
+          const fast = await getSession.answer(request.headers).catch((err: unknown) => {
+            request.log.warn({ err }, 'get-session fast path failed; asking better-auth');
+            return null;
+          });
+          if (fast) {
+            reply.code(200);
+            for (const [name, value] of fast.headers) reply.header(name, value);
+            return reply.send(fast.body);
           }
         }
         const target = resolveTarget(request);

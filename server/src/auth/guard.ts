@@ -44,6 +44,19 @@ export interface SessionResolver {
    * first). Only for counting requests per user (http/client-limits.ts), never for authorising one.
    */
   knownUserId(token: string): string | undefined;
+  /**
+   * The live store record behind a token, only when the hot path can vouch for it: the store is trusted, holds
+   * the record, and the session is neither expired nor banned. Null in every other case (no fallback to
+   * PostgreSQL): for the get-session fast path (auth/session-read.ts), which then leaves the answer to better-auth.
+   */
+  storedSession(token: string): Promise<StoredSessionHit | null>;
+}
+
+/** A store record the hot path accepted: its exact text (a cache key for renderings of it) and its parse. */
+export interface StoredSessionHit {
+  raw: string;
+  parsed: StoredSession;
+  context: AuthContext;
 }
 
 export interface SessionResolverDeps {
@@ -97,8 +110,8 @@ export function signValue(value: string, secret: string): string {
   return `${value}.${createHmac('sha256', secret).update(value).digest('base64')}`;
 }
 
-interface StoredSession {
-  session: { id: string; token: string; userId: string; expiresAt: string | Date };
+export interface StoredSession {
+  session: { id: string; token: string; userId: string; expiresAt: string | Date; createdAt?: string | Date };
   user: {
     id: string;
     email: string;
@@ -110,6 +123,8 @@ interface StoredSession {
     banExpires?: string | Date | null;
   };
 }
+
+const MISSING = Symbol('missing');
 
 function toContext(s: StoredSession): AuthContext | null {
   const expiresAt = new Date(s.session.expiresAt);
@@ -199,6 +214,40 @@ export function createSessionResolver(
     return token;
   };
 
+  /**
+   * One store read for a token. MISSING when the store lost the key or could not be reached (PostgreSQL must
+   * answer), null for an unreadable record, otherwise the record with its verdict (context null: expired/banned).
+   */
+  async function readStore(
+    token: string,
+  ): Promise<typeof MISSING | null | { raw: string; parsed: StoredSession; context: AuthContext | null }> {
+    let raw: string | null;
+    try {
+      raw = await deps.store.get(AUTH_STORE_PREFIX + token);
+      stats.store++;
+    } catch (err) {
+      stats.storeErrors++;
+      deps.revocation.storeFailed();
+      deps.logger.warn(
+        { err: (err as Error).message },
+        'session store unreachable: reading the session from the database',
+      );
+      return MISSING;
+    }
+    if (raw === null) return MISSING;
+    const seen = parsedByToken.get(token);
+    if (seen && seen.raw === raw) return { raw, parsed: seen.parsed, context: toContext(seen.parsed) };
+    let parsed: StoredSession;
+    try {
+      parsed = JSON.parse(raw) as StoredSession;
+    } catch {
+      return null;
+    }
+    if (!parsed?.session || !parsed.user) return null;
+    parsedByToken.set(token, { raw, parsed });
+    return { raw, parsed, context: remember(token, toContext(parsed)) };
+  }
+
   return {
     stats,
     tokenFromHeaders,
@@ -209,31 +258,15 @@ export function createSessionResolver(
       // After a store failure the store may hold records a revocation could not delete; until every recorded
       // repair has been applied, PostgreSQL (where revocations always land) answers instead.
       if (!deps.revocation.storeTrusted()) return fromDatabase(token);
-      let raw: string | null;
-      try {
-        raw = await deps.store.get(AUTH_STORE_PREFIX + token);
-        stats.store++;
-      } catch (err) {
-        stats.storeErrors++;
-        deps.revocation.storeFailed();
-        deps.logger.warn(
-          { err: (err as Error).message },
-          'session store unreachable: reading the session from the database',
-        );
-        return fromDatabase(token);
-      }
-      if (raw === null) return fromDatabase(token);
-      const seen = parsedByToken.get(token);
-      if (seen && seen.raw === raw) return toContext(seen.parsed);
-      let parsed: StoredSession;
-      try {
-        parsed = JSON.parse(raw) as StoredSession;
-      } catch {
-        return null;
-      }
-      if (!parsed?.session || !parsed.user) return null;
-      parsedByToken.set(token, { raw, parsed });
-      return remember(token, toContext(parsed));
+      const hit = await readStore(token);
+      if (hit === MISSING) return fromDatabase(token);
+      return hit?.context ?? null;
+    },
+    async storedSession(token) {
+      if (dead.has(token) || !deps.revocation.storeTrusted()) return null;
+      const hit = await readStore(token);
+      if (hit === MISSING || hit === null || hit.context === null) return null;
+      return { raw: hit.raw, parsed: hit.parsed, context: hit.context };
     },
   };
 }

@@ -47,6 +47,8 @@ export interface FrontDoor {
 /** GET paths polled by clients and load balancers; their access log is off unless ACCESS_LOG_POLLED_ROUTES. */
 const POLLED_READS = new Set([
   '/health',
+  // better-auth's client calls it on load, on focus and on an interval.
+  '/auth/get-session',
   '/notification/unread-count',
   '/notification/counts',
   '/notification/list',

@@ -95,9 +95,14 @@ describe.concurrent('embedded default', { timeout: 180_000 }, () => {
     const body = (await res.json()) as { status: string; checks: { database: string; cache: string } };
     expect(body.status).toBe('ok');
     expect(res.headers.get('x-request-id')).toBeTruthy();
-    // /health is polled, so it is not access-logged (ACCESS_LOG_POLLED_ROUTES); an ordinary route is, with its id.
-    const session = await fetch(`http://127.0.0.1:${port}/auth/get-session`);
-    const requestId = session.headers.get('x-request-id');
+    // /health (like /auth/get-session) is polled, so it is not access-logged (ACCESS_LOG_POLLED_ROUTES); an ordinary
+    // route is, with its id.
+    const ordinary = await fetch(`http://127.0.0.1:${port}/auth/ok`);
+    expect(ordinary.status).toBe(200);
+    const requestId = ordinary.headers.get('x-request-id');
+    const polled = await fetch(`http://127.0.0.1:${port}/auth/get-session`);
+    expect(await polled.json()).toBeNull();
+    const polledId = polled.headers.get('x-request-id');
     expect(requestId).toBeTruthy();
     expect(stdout).toContain('CACHE_URL is not set');
     // The slow first start says what it is doing instead of staying silent.
@@ -120,5 +125,6 @@ describe.concurrent('embedded default', { timeout: 180_000 }, () => {
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as { reqId?: string; msg?: string });
     expect(lines.some((l) => l.reqId === requestId && l.msg === 'request completed')).toBe(true);
+    expect(lines.some((l) => l.reqId === polledId)).toBe(false);
   });
 });

@@ -1,0 +1,252 @@
+// Owns Herald's fast path for `GET /auth/get-session` (issue 27): the answer better-auth would give, built from the
+// guard's verified-cookie and store caches instead of a per-call better-auth dispatch. Design and safety argument:
+// docs/architecture.md "The get-session fast path".
+import { createHmac } from 'node:crypto';
+import type { BetterAuthOptions } from 'better-auth';
+import { parseSessionOutput, parseUserOutput } from 'better-auth/db';
+import { serializeCookie } from 'better-call';
+import { BoundedMap } from '../infra/bounded-map.js';
+import type { Store } from '../infra/store.js';
+import type { Auth } from './auth.js';
+import { readCookie, type SessionResolver, type StoredSession } from './guard.js';
+import { AUTH_STORE_PREFIX } from './revocation.js';
+
+/** What the fast path answers with: status 200, these headers in this order, and the body. */
+export interface GetSessionAnswer {
+  headers: [name: string, value: string | string[]][];
+  body: string;
+}
+
+export interface GetSessionFastPath {
+  /**
+   * better-auth's exact answer to `GET /auth/get-session` with these request headers, or null when better-auth
+   * has to answer itself (no or bad cookie, unknown, revoked, expired or banned session, a session refresh due,
+   * an untrusted or unreachable store, a configuration this module does not reproduce).
+   */
+  answer(headers: Record<string, string | string[] | undefined>): Promise<GetSessionAnswer | null>;
+  /** Counters for tests and metrics: answers given here and requests left to better-auth. */
+  stats: { fast: number; fallthrough: number };
+}
+
+export interface GetSessionFastPathDeps {
+  sessions: SessionResolver;
+  store: Store;
+}
+
+/** better-auth's per-chunk ceiling for a cookie (cookies/session-store: MAX_COOKIE_SIZE). */
+const MAX_COOKIE_SIZE = 4050;
+
+interface Settings {
+  secret: string;
+  dataCookie: string;
+  dontRememberCookie: string;
+  /** `; Max-Age=…; Path=/; HttpOnly; …` exactly as better-auth's cookie writer appends to the snapshot cookie. */
+  dataCookieSuffix: string;
+  /** Longest snapshot value that better-auth writes as one cookie (longer ones are chunked: left to it). */
+  maxDataValue: number;
+  maxAgeS: number;
+  expiresInMs: number;
+  updateAgeMs: number;
+  options: Parameters<typeof parseUserOutput>[0];
+}
+
+/** A stored record rendered once: the body and the JSON of its two halves, reused while the record is unchanged. */
+interface Rendered {
+  raw: string;
+  body: string;
+  sessionJson: string;
+  userJson: string;
+  userId: string;
+  createdAtMs: number;
+  expiresAtMs: number;
+}
+
+/**
+ * A plugin that replaces the get-session endpoint (customSession) or hooks into it could change the answer in
+ * ways this module does not know of. None of Herald's does (admin hooks /list-sessions, username /sign-up/email
+ * and /update-user); a matcher that cannot be asked counts as touching it.
+ */
+function pluginsTouchGetSession(options: BetterAuthOptions): boolean {
+  const probe = { path: '/get-session', method: 'GET', headers: new Headers(), query: {} };
+  return (options.plugins ?? []).some((plugin) => {
+    const endpoints = Object.values(plugin.endpoints ?? {}) as { path?: string }[];
+    if (endpoints.some((e) => e.path === '/get-session')) return true;
+    const hooks = [...(plugin.hooks?.before ?? []), ...(plugin.hooks?.after ?? [])];
+    return hooks.some((hook) => {
+      try {
+        return hook.matcher(probe as Parameters<typeof hook.matcher>[0]);
+      } catch {
+        return true;
+      }
+    });
+  });
+}
+
+/**
+ * Reads the better-auth settings the answer depends on, or null when better-auth is configured in a way this
+ * module does not reproduce (then every request goes to better-auth, which is always correct).
+ */
+async function loadSettings(auth: Auth): Promise<Settings | null> {
+  const ctx = await auth.$context;
+  // Widened to the general option type: the checks below are about what this deployment could be configured with.
+  const general: BetterAuthOptions = ctx.options;
+  const session = general.session;
+  const cache = session?.cookieCache;
+  const reproducible =
+    cache?.enabled === true &&
+    (cache.strategy === undefined || cache.strategy === 'compact') &&
+    cache.version === undefined &&
+    ctx.sessionConfig.cookieRefreshCache === false &&
+    !session?.deferSessionRefresh &&
+    !session?.disableSessionRefresh &&
+    session?.additionalFields === undefined &&
+    !general.account?.storeAccountCookie;
+  if (!reproducible || pluginsTouchGetSession(general)) return null;
+  const data = ctx.authCookies.sessionData;
+  const maxAgeS = data.attributes.maxAge;
+  if (typeof maxAgeS !== 'number' || maxAgeS <= 0) return null;
+  const prefix = `${data.name}=`;
+  const empty = serializeCookie(data.name, '', data.attributes);
+  return {
+    secret: ctx.secret,
+    dataCookie: data.name,
+    dontRememberCookie: ctx.authCookies.dontRememberToken.name,
+    dataCookieSuffix: empty.slice(prefix.length),
+    // better-auth sizes chunks against the longest chunk name (`<name>.99`); a value that fits is one cookie.
+    maxDataValue: MAX_COOKIE_SIZE - serializeCookie(`${data.name}.99`, '', data.attributes).length,
+    maxAgeS,
+    expiresInMs: ctx.sessionConfig.expiresIn * 1000,
+    updateAgeMs: ctx.sessionConfig.updateAge * 1000,
+    options: ctx.options,
+  };
+}
+
+/** better-auth's own rendering of a stored record (internal adapter findSession, then the get-session route). */
+function render(raw: string, stored: StoredSession, options: Settings['options']): Rendered | null {
+  const s = stored.session as Record<string, unknown>;
+  const u = stored.user as Record<string, unknown>;
+  const session = parseSessionOutput(options, {
+    ...s,
+    expiresAt: new Date(s.expiresAt as string),
+    createdAt: new Date(s.createdAt as string),
+    updatedAt: new Date(s.updatedAt as string),
+  } as Parameters<typeof parseSessionOutput>[1]);
+  const user = parseUserOutput(options, {
+    ...u,
+    createdAt: new Date(u.createdAt as string),
+    updatedAt: new Date(u.updatedAt as string),
+  } as Parameters<typeof parseUserOutput>[1]);
+  const createdAtMs = new Date(s.createdAt as string).getTime();
+  const expiresAtMs = new Date(s.expiresAt as string).getTime();
+  // An invalid date would make better-auth throw while serialising (toISOString); leave such a record to it.
+  const dates = [s.createdAt, s.expiresAt, s.updatedAt, u.createdAt, u.updatedAt];
+  if (dates.some((d) => !Number.isFinite(new Date(d as string).getTime()))) return null;
+  const sessionJson = JSON.stringify(session);
+  const userJson = JSON.stringify(user);
+  return {
+    raw,
+    // JSON.stringify({ session, user }) written out, so the halves are serialised once.
+    body: `{"session":${sessionJson},"user":${userJson}}`,
+    sessionJson,
+    userJson,
+    userId: stored.session.userId,
+    createdAtMs,
+    expiresAtMs,
+  };
+}
+
+function cookieHeader(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const v = headers.cookie;
+  return Array.isArray(v) ? v.join('; ') : v;
+}
+
+export function createGetSessionFastPath(auth: Auth, deps: GetSessionFastPathDeps): GetSessionFastPath {
+  const stats = { fast: 0, fallthrough: 0 };
+  let settings: Promise<Settings | null> | undefined;
+  const rendered = new BoundedMap<Rendered>(10_000);
+
+  /**
+   * better-auth's snapshot cookie (cookies/index setCookieCache, "compact" strategy): base64url of
+   * `{ session: { session, user, updatedAt, version }, expiresAt, signature }`, the signature an HMAC-SHA256 of
+   * the same object with `expiresAt` folded in. Written from the cached JSON halves, in better-auth's key order.
+   */
+  const snapshotCookie = (r: Rendered, s: Settings): string | null => {
+    const now = Date.now();
+    const expiresAt = now + s.maxAgeS * 1000;
+    const data = `{"session":${r.sessionJson},"user":${r.userJson},"updatedAt":${now},"version":"1"`;
+    const signature = createHmac('sha256', s.secret)
+      .update(`${data},"expiresAt":${expiresAt}}`)
+      .digest('base64url');
+    const value = Buffer.from(
+      `{"session":${data}},"expiresAt":${expiresAt},"signature":"${signature}"}`,
+    ).toString('base64url');
+    if (value.length > s.maxDataValue) return null;
+    return `${s.dataCookie}=${value}${s.dataCookieSuffix}`;
+  };
+
+  const answer = async (
+    headers: Record<string, string | string[] | undefined>,
+  ): Promise<GetSessionAnswer | null> => {
+    settings ??= loadSettings(auth);
+    const s = await settings;
+    if (!s) return null;
+    const cookie = cookieHeader(headers);
+    // "Remember me" off: better-auth issues session-lifetime cookies and skips the sliding refresh. Rare; its own.
+    if (!cookie || readCookie(cookie, s.dontRememberCookie) !== undefined) return null;
+    const token = await deps.sessions.tokenFromHeaders(headers);
+    if (!token) return null;
+    // better-auth also refuses a session created before the user's "revoked before" mark (set when all of a
+    // user's sessions are revoked). The user of a token never changes, so once known the mark is read in the
+    // same store round trip as the record.
+    const knownUser = deps.sessions.knownUserId(token);
+    const early = knownUser === undefined ? undefined : readRevokedBefore(knownUser);
+    // Awaited below only when the record is served; a failure on any other way out must not go unhandled.
+    early?.catch(() => undefined);
+    const hit = await deps.sessions.storedSession(token);
+    if (!hit) return null;
+    let r = rendered.get(token);
+    if (!r || r.raw !== hit.raw) {
+      const fresh = render(hit.raw, hit.parsed, s.options);
+      if (!fresh) return null;
+      r = fresh;
+      rendered.set(token, r);
+    }
+    let revokedBefore: number;
+    try {
+      revokedBefore = await (knownUser === r.userId && early ? early : readRevokedBefore(r.userId));
+    } catch {
+      // better-auth reads the same key and degrades its own way; let it answer.
+      return null;
+    }
+    if (r.createdAtMs < revokedBefore) return null;
+    const now = Date.now();
+    // Expired (the guard checked too, but the clock moved), or the once-a-day sliding refresh is due: that writes
+    // the session and re-issues the token cookie, which better-auth does itself.
+    if (r.expiresAtMs < now || r.expiresAtMs - s.expiresInMs + s.updateAgeMs <= now) return null;
+    const setCookie = snapshotCookie(r, s);
+    if (!setCookie) return null;
+    return {
+      headers: [
+        ['cache-control', 'no-store'],
+        ['content-type', 'application/json'],
+        ['pragma', 'no-cache'],
+        ['set-cookie', [setCookie]],
+      ],
+      body: r.body,
+    };
+  };
+
+  const readRevokedBefore = async (userId: string): Promise<number> =>
+    // better-auth: Number(await secondaryStorage.get(`revoked-sessions-before-${userId}`)); Number(null) is 0.
+    Number(await deps.store.get(`${AUTH_STORE_PREFIX}revoked-sessions-before-${userId}`));
+
+  return {
+    stats,
+    async answer(headers) {
+      const result = await answer(headers);
+      if (result) stats.fast++;
+      else stats.fallthrough++;
+      return result;
+    },
+  };
+}
