@@ -158,7 +158,10 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
           }),
           CUT_SHORT_BUDGET_MS,
         ).catch(() =>
-          options.logger.warn({ running: working.size }, 'shutdown: cut-short work still unwinding; closing the pools'),
+          options.logger.warn(
+            { running: working.size },
+            'shutdown: cut-short work still unwinding; closing the pools',
+          ),
         );
         unwound = undefined;
       }
