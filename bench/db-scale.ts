@@ -201,7 +201,7 @@ async function replicaBench(): Promise<void> {
     const n = 2_000;
     const t = performance.now();
     for (let i = 0; i < n; i++) {
-      await withReplica.ctx.database.reads?.read(null, async () => 0);
+      await withReplica.ctx.database.reads?.read(null, async () => 0, 'notifications');
     }
     const chooseUs = ((performance.now() - t) / n) * 1000;
     const redis = withReplica.ctx.store.redis?.data;

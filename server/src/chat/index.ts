@@ -1,11 +1,13 @@
 // Registers the chat feature: wires the gateway, hub and service together, session re-validation, presence
 // broadcasts and the shutdown step; what each piece does lives in that piece.
 import type { FastifyInstance } from 'fastify';
+import { createReadPositions } from '../infra/read-positions.js';
 import { createChatGateway } from './gateway.js';
 import { type ChatConnection, type ChatIdentity, createChatHub } from './hub.js';
 import { createRoomLive } from './live.js';
 import { type ChatNotificationSink, createChatNotifier } from './notify.js';
 import { CloseCode, encode, GENERAL_ROOM_ID } from './protocol.js';
+import { createChatReads } from './reads.js';
 import { createChatRepository } from './repository.js';
 import { createRoomPresence } from './room-presence.js';
 import { createRoomsRepository } from './rooms.js';
@@ -37,6 +39,16 @@ export function registerChat(app: FastifyInstance): void {
   });
   const typing = createTypingThrottle();
   const history = createHistoryCache(repo, HISTORY_CACHE_TTL_MS);
+  // HTTP history and room lists may come from a replica (DATABASE_READ_URL); the socket's own reads (history on
+  // connect, resume) stay on the primary, which the live path's revisions are checked against.
+  const positions = createReadPositions({
+    store,
+    reads: database.reads,
+    namespace: 'chat',
+    maxLagMs: config.DATABASE_READ_MAX_LAG_MS,
+    logger: log,
+  });
+  const reads = createChatReads({ primary: database.db, router: database.reads, positions });
   const rooms = createRoomsRepository(database.db, {
     roomsPerUser: config.CHAT_MAX_ROOMS_PER_USER,
     membersPerPrivateRoom: config.CHAT_MAX_PRIVATE_ROOM_MEMBERS,
@@ -151,6 +163,7 @@ export function registerChat(app: FastifyInstance): void {
     rooms,
     notifier,
     onRoomPresence: (roomId) => roomPresence.changed(roomId),
+    ...(reads.enabled ? { changed: (scope) => reads.changed(scope) } : {}),
   });
   const chat = service;
   createChatGateway(app, { hub, service: chat, live, typing });
@@ -176,6 +189,7 @@ export function registerChat(app: FastifyInstance): void {
 
   registerChatRoutes(app, {
     repo,
+    reads,
     onPurged: (userId, deletedCount, changed) => {
       chat.publish({ type: 'messages_purged', userId, deletedCount });
       // Each room's instances catch up with the deletions (replayable as message_deleted frames).
@@ -185,6 +199,7 @@ export function registerChat(app: FastifyInstance): void {
   registerRoomRoutes(app, {
     rooms,
     repo,
+    reads,
     createLimit,
     publish: (event) => chat.publish(event),
     /** Live removal on this instance now (the bus message reaches the others; see rooms-routes.ts). */
@@ -207,6 +222,7 @@ export function registerChat(app: FastifyInstance): void {
       createLimit.close();
       notifier.close();
       roomPresence.close();
+      positions.close();
     })();
     return shutdown;
   };
