@@ -47,6 +47,7 @@ export function registerChat(app: FastifyInstance): void {
     namespace: 'chat',
     maxLagMs: config.DATABASE_READ_MAX_LAG_MS,
     logger: log,
+    storeDown: () => realtime.bus.isDegraded(),
   });
   const reads = createChatReads({ primary: database.db, router: database.reads, positions });
   const rooms = createRoomsRepository(database.db, {
@@ -175,6 +176,8 @@ export function registerChat(app: FastifyInstance): void {
       void revalidateAll();
       // Room changes published while the bus was degraded never reached this instance: read them.
       live.catchUp();
+      // Positions recorded by other instances meanwhile may be missing from the store: primary reads for a while.
+      positions.suspend();
     }),
     chat.listen(),
     realtime.presence.onChatCounts((counts) => {

@@ -23,6 +23,13 @@ export interface ReadPositions {
    * (every replica within the lag bound will do); PRIMARY_ONLY when it cannot be known (store unreachable).
    */
   of(keys: string[]): Promise<WalPosition | null>;
+  /**
+   * The store was unreachable (for a while): a change made on another instance meanwhile could not record its
+   * position, and that instance's retry may land after this one reads. Every read goes to the primary until
+   * DATABASE_READ_MAX_LAG_MS has passed, when every replica allowed to serve has what was committed before now.
+   * Also retries this instance's pending recordings at once.
+   */
+  suspend(): void;
   close(): void;
 }
 
@@ -56,6 +63,8 @@ export interface ReadPositionsOptions {
   /** DATABASE_READ_MAX_LAG_MS: keys outlive it (see MARGIN_MS). */
   maxLagMs: number;
   logger: Pick<Logger, 'warn'>;
+  /** True while the store is known to be unreachable (the bus's degraded mode): reads then use the primary. */
+  storeDown?: () => boolean;
 }
 
 const newest = (values: Array<string | null | undefined>): WalPosition | null => {
@@ -67,7 +76,7 @@ const newest = (values: Array<string | null | undefined>): WalPosition | null =>
 export function createReadPositions(options: ReadPositionsOptions): ReadPositions {
   const { reads, logger } = options;
   if (!reads?.enabled) {
-    return { enabled: false, record: async () => {}, of: async () => null, close() {} };
+    return { enabled: false, record: async () => {}, of: async () => null, suspend() {}, close() {} };
   }
   const ttlMs = options.maxLagMs + MARGIN_MS;
   const redis = options.store.redis?.data;
@@ -85,18 +94,22 @@ export function createReadPositions(options: ReadPositionsOptions): ReadPosition
   const pending = new Set<string>();
   let retryTimer: NodeJS.Timeout | undefined;
   let closed = false;
+  let suspendedUntil = 0;
+  const retry = () => {
+    const keys = [...pending];
+    if (keys.length === 0) return;
+    keep.set(keys, PRIMARY_ONLY).then(
+      () => {
+        for (const k of keys) pending.delete(k);
+      },
+      () => scheduleRetry(),
+    );
+  };
   const scheduleRetry = () => {
     if (retryTimer || closed) return;
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
-      const keys = [...pending];
-      if (keys.length === 0) return;
-      keep.set(keys, PRIMARY_ONLY).then(
-        () => {
-          for (const k of keys) pending.delete(k);
-        },
-        () => scheduleRetry(),
-      );
+      retry();
     }, RETRY_MS);
     retryTimer.unref();
   };
@@ -118,12 +131,18 @@ export function createReadPositions(options: ReadPositionsOptions): ReadPosition
       }
     },
     async of(keys) {
+      if (Date.now() < suspendedUntil || options.storeDown?.()) return PRIMARY_ONLY;
       if (keys.some((k) => pending.has(k))) return PRIMARY_ONLY;
       try {
         return newest(await keep.get(keys));
       } catch {
         return PRIMARY_ONLY;
       }
+    },
+    suspend() {
+      // The polls' age on top of the bound: eligibility is judged from samples up to a poll interval old.
+      suspendedUntil = Date.now() + options.maxLagMs + RETRY_MS;
+      if (!closed) retry();
     },
     close() {
       closed = true;

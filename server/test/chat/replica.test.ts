@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
 import { PG_BIN_DIR, type ReplicaPair, startReplicaPair } from '../helpers/pg-replica.js';
+import { startRedisServer, type TestRedis } from '../helpers/redis-server.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
 import { type ChatClient, chatUrl, openChat } from '../helpers/ws-client.js';
 
@@ -118,6 +119,7 @@ describe.skipIf(!PG_BIN_DIR)('chat reads with read replicas', () => {
     pair = await startReplicaPair();
     await pair.primarySql('create database herald');
     await pair.primarySql('create database herald_rooms');
+    await pair.primarySql('create database herald_outage');
     await pair.caughtUp();
   }, 240_000);
   afterAll(async () => {
@@ -150,11 +152,12 @@ describe.skipIf(!PG_BIN_DIR)('chat reads with read replicas', () => {
         replica: now.replica - before.reads.byFeature.chat.replica,
       };
     };
-    const waitForReplica = async (app: App, eligible: boolean, timeoutMs = 20_000) => {
+    /** Until the router says the replica serves reads (or not); `down`: also that it stopped answering polls. */
+    const waitForReplica = async (app: App, eligible: boolean, timeoutMs = 20_000, down = false) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const m = await dbMetrics(app);
-        if (m.replicas[0]?.eligible === eligible) return m;
+        if (m.replicas[0]?.eligible === eligible && (!down || m.replicas[0]?.up === false)) return m;
         if (Date.now() > deadline)
           throw new Error(`replica never became eligible=${eligible}: ${JSON.stringify(m)}`);
         await new Promise((r) => setTimeout(r, 50));
@@ -328,8 +331,8 @@ describe.skipIf(!PG_BIN_DIR)('chat reads with read replicas', () => {
           await w.rooms(app, bob);
           await w.ok(app, bob, 'GET', '/chat/history');
         }
-        const down = await waitForReplica(w.b, false);
-        expect(down.replicas[0]?.up).toBe(false);
+        // Not serving at once (a failed poll or read); reported down once polls have failed for 2 s.
+        await waitForReplica(w.b, false, 20_000, true);
         expect((await w.history(w.b, bob, room.id)).messages.map((m) => m.id)).toEqual(expected);
       } finally {
         pair.startReplica();
@@ -338,6 +341,65 @@ describe.skipIf(!PG_BIN_DIR)('chat reads with read replicas', () => {
       const before = await dbMetrics(w.b);
       await w.history(w.b, bob, quiet.id);
       expect(await chatReadsSince(before)).toEqual({ primary: 0, replica: 1 });
+    });
+  });
+
+  describe('through a store outage', () => {
+    let redis: TestRedis;
+    let env: TestEnv;
+    let w: Awaited<ReturnType<typeof world>>;
+    let alice: TestUser;
+    let bob: TestUser;
+    const until = async (check: () => boolean, what: string, timeoutMs = 20_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!check()) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+
+    beforeAll(async () => {
+      redis = await startRedisServer();
+      env = await createTestEnv({ CACHE_URL: redis.url, CHAT_THROTTLE_LIMIT: '1000' });
+      w = await world(env, replicaInstance('herald_outage'));
+      [alice, bob] = await Promise.all([
+        createVerifiedUser(w.a, env.smtp, { name: 'Alice' }),
+        createVerifiedUser(w.a, env.smtp, { name: 'Bob' }),
+      ]);
+    }, 120_000);
+    afterAll(async () => {
+      await w?.close();
+      await env?.close();
+      await redis?.close();
+    });
+
+    it('reads from the primary while positions cannot be recorded or looked up, and after the store returns', async () => {
+      const room = await w.createRoom(w.a, alice, 'private', [bob.id]);
+      const s = await w.open(w.a, alice);
+      await w.send(s, room.id, 'before');
+      await pair.caughtUp();
+      await pair.pauseReplay();
+      try {
+        await redis.stop();
+        await until(() => w.a.ctx.realtime.bus.isDegraded() && w.b.ctx.realtime.bus.isDegraded(), 'degraded');
+        // Stored on A; its position cannot reach the store, and the replica has not replayed it.
+        await w.send(s, room.id, 'during');
+        for (const app of [w.a, w.b])
+          expect((await w.history(app, bob, room.id)).messages.map((m) => m.message)).toEqual([
+            'before',
+            'during',
+          ]);
+        await redis.start();
+        await until(
+          () => !w.a.ctx.realtime.bus.isDegraded() && !w.b.ctx.realtime.bus.isDegraded(),
+          'recovered',
+        );
+        // Whatever the store holds now, a read right after the outage still sees the change.
+        for (const app of [w.b, w.a])
+          expect((await w.history(app, bob, room.id)).messages.at(-1)?.message).toBe('during');
+      } finally {
+        await pair.resumeReplay();
+      }
     });
   });
 
