@@ -301,10 +301,12 @@ export function createReadRouter<Db extends Executor>(options: ReadRouterOptions
           r.probing = undefined;
         });
       const replay = await r.probing;
+      const serves = replay !== null && replay >= need;
+      probes[serves ? 'replica' : 'primary']++;
       if (replay === null) return null;
       if (r.replay === null || replay > r.replay) r.replay = replay;
       r.lastOkAt = Date.now();
-      if (replay < need) return null;
+      if (!serves) return null;
       next = (next + i + 1) % replicas.length;
       return r;
     }
@@ -342,10 +344,7 @@ export function createReadRouter<Db extends Executor>(options: ReadRouterOptions
     },
     async read(minPosition, run, feature) {
       let replica = choose(minPosition);
-      if (!replica && minPosition !== null && minPosition !== PRIMARY_ONLY) {
-        replica = await probe(minPosition);
-        probes[replica ? 'replica' : 'primary']++;
-      }
+      if (!replica && minPosition !== null && minPosition !== PRIMARY_ONLY) replica = await probe(minPosition);
       if (replica) {
         try {
           const result = await run(replica.db);

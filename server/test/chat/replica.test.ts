@@ -215,6 +215,22 @@ describe.skipIf(!PG_BIN_DIR)('chat reads with read replicas', () => {
       expect(await chatReadsSince(before)).toEqual({ primary: 0, replica: 2 });
     });
 
+    it('serves a read right after a change from the replica once it has replayed it (asked, not polled)', async () => {
+      await waitForReplica(w.b, true);
+      const busy = await w.createRoom(w.a, alice, 'private', [bob.id]);
+      const s = await w.open(w.a, alice);
+      // Streaming replay usually beats the next position poll (25 ms): then the read asks the replica and stays
+      // there. Not every time on a loaded machine, so until it happens once (each read is checked either way).
+      let viaProbe = 0;
+      for (let i = 0; i < 50 && viaProbe === 0; i++) {
+        const sent = await w.send(s, busy.id, `busy ${i}`);
+        const before = await dbMetrics(w.b);
+        expect((await w.history(w.b, bob, busy.id)).messages.at(-1)?.id).toBe(sent.id);
+        viaProbe = (await dbMetrics(w.b)).reads.probes.replica - before.reads.probes.replica;
+      }
+      expect(viaProbe).toBe(1);
+    });
+
     it('shows a change on another instance at once: send, edit, delete, mark read, and others after the frame', async () => {
       await waitForReplica(w.b, true);
       const s = await w.open(w.a, alice);
@@ -244,6 +260,10 @@ describe.skipIf(!PG_BIN_DIR)('chat reads with read replicas', () => {
           unreadCount: 4,
         });
         expect(await chatReadsSince(before)).toEqual({ primary: 4, replica: 0 });
+        // Each asked the replica for its replay position first (the polled one was older than the change): no.
+        const probes = (await dbMetrics(w.b)).reads.probes;
+        expect(probes.primary - before.reads.probes.primary).toBe(4);
+        expect(probes.replica - before.reads.probes.replica).toBe(0);
         // And the replica really lacks it.
         expect(await onReplica('select id from chat_message where id = $1', [sent.id])).toEqual([]);
 
