@@ -209,6 +209,8 @@ export function createReadRouter<Db extends Executor>(options: ReadRouterOptions
       if (lsn) r.lastOkAt = Date.now();
     } catch {
       r.replay = null;
+      // An error is an answer: the replica is down now (as after a failed read), not only once the window passes.
+      r.lastOkAt = 0;
     } finally {
       r.polling = false;
     }
