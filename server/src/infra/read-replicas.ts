@@ -346,7 +346,8 @@ export function createReadRouter<Db extends Executor>(options: ReadRouterOptions
     },
     async read(minPosition, run, feature) {
       let replica = choose(minPosition);
-      if (!replica && minPosition !== null && minPosition !== PRIMARY_ONLY) replica = await probe(minPosition);
+      if (!replica && minPosition !== null && minPosition !== PRIMARY_ONLY)
+        replica = await probe(minPosition);
       if (replica) {
         try {
           const result = await run(replica.db);
