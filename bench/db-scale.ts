@@ -5,9 +5,12 @@
 //            vs primary only: req/s and the CPU seconds each server spent (the machine is shared, so the ratio and the
 //            split are the result, not the absolute figure); and the read-your-writes check alone (store HMGET +
 //            replica choice) per request.
+//   chat   — chat history (`GET /chat/rooms/:id/messages`, an older page) and the room list with unread counts
+//            (`GET /chat/rooms`) on the same pair, primary only vs one replica; and what a chat change pays with
+//            replicas on (read the primary's WAL position + record it on the author's and the room's keys).
 //   pool   — PostgreSQL server connections used by 3 instances under load, direct and through PgBouncer.
 // Requests go through app.inject (routing, session, handler, serialisation; no socket), 20 in flight.
-// Usage: npx tsx bench/db-scale.ts [--only index|replica|pool] [--rows 500000] [--seconds 8]
+// Usage: npx tsx bench/db-scale.ts [--only index|replica|chat|pool] [--rows 500000] [--seconds 8]
 import { readdirSync, readFileSync } from 'node:fs';
 import {
   createTestEnv,
@@ -20,6 +23,7 @@ import {
 } from '@herald/server/testkit';
 import pg from 'pg';
 import type { App } from '../server/src/app.js';
+import { createReadPositions } from '../server/src/infra/read-positions.js';
 import { numberArg, percentile, printTable, stringArg } from './_lib.js';
 
 const ROWS = numberArg('rows', 500_000);
@@ -201,7 +205,7 @@ async function replicaBench(): Promise<void> {
     const n = 2_000;
     const t = performance.now();
     for (let i = 0; i < n; i++) {
-      await withReplica.ctx.database.reads?.read(null, async () => 0);
+      await withReplica.ctx.database.reads?.read(null, async () => 0, 'notifications');
     }
     const chooseUs = ((performance.now() - t) / n) * 1000;
     const redis = withReplica.ctx.store.redis?.data;
@@ -217,6 +221,129 @@ async function replicaBench(): Promise<void> {
           'store HMGET of the position (uncached reads only; the first-page cache reads it with the version)',
           Math.round(lookupUs),
         ],
+      ],
+    );
+  } finally {
+    await env.close();
+    await pair.close();
+  }
+}
+
+const CHAT_ROOMS = 20;
+const CHAT_MESSAGES_PER_ROOM = 2_000;
+
+/** CHAT_ROOMS private rooms of `me` and one other member each, every message unread by `me` (counts up to the cap). */
+async function seedChat(url: string, me: string): Promise<string> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(
+      `insert into "user" (id, name, email, email_verified) select 'c' || g, 'c' || g, 'c' || g || '@example.test', true
+       from generate_series(1, ${CHAT_ROOMS}) g`,
+    );
+    await c.query(
+      `insert into chat_room (id, kind, name, created_by, last_seq, last_rev, last_message_at, member_count)
+       select md5('room' || g)::uuid::text, 'private', 'room ' || g, 'c' || g, ${CHAT_MESSAGES_PER_ROOM},
+              ${CHAT_MESSAGES_PER_ROOM}, now(), 2
+       from generate_series(1, ${CHAT_ROOMS}) g`,
+    );
+    await c.query(
+      `insert into chat_member (room_id, user_id, role)
+       select md5('room' || g)::uuid::text, u, case when u = $1 then 'member' else 'owner' end
+       from generate_series(1, ${CHAT_ROOMS}) g, unnest(array[$1, 'c' || g]) u`,
+      [me],
+    );
+    await c.query(
+      `insert into chat_message (room_id, seq, rev, user_id, user_name, message, created_at)
+       select md5('room' || r)::uuid::text, s, s, 'c' || r, 'c' || r, 'Message ' || s || ': ' || md5(s::text),
+              now() - (${CHAT_MESSAGES_PER_ROOM} - s) * interval '1 second'
+       from generate_series(1, ${CHAT_ROOMS}) r, generate_series(1, ${CHAT_MESSAGES_PER_ROOM}) s`,
+    );
+    // One statement each: several in one query string run as one transaction, which VACUUM refuses.
+    for (const table of ['chat_message', 'chat_member', 'chat_room'])
+      await c.query(`vacuum analyze ${table}`);
+    const first = await c.query<{ id: string }>(`select md5('room1')::uuid::text as id`);
+    return first.rows[0]?.id ?? '';
+  } finally {
+    await c.end();
+  }
+}
+
+async function chatReplicaBench(): Promise<void> {
+  const pair = await startReplicaPair();
+  const env: TestEnv = await createTestEnv();
+  try {
+    await pair.primarySql('create database herald');
+    const base = {
+      DATABASE_URL: pair.primaryUrl('herald'),
+      DATABASE_DIRECT_URL: '',
+      DATABASE_STATEMENT_TIMEOUT_MS: '0',
+    };
+    const primaryOnly = await env.app(base);
+    const user = await createVerifiedUser(primaryOnly, env.smtp);
+    const roomId = await seedChat(pair.primaryUrl('herald'), user.id);
+    await pair.caughtUp(120_000);
+    const withReplica = await env.app({ ...base, DATABASE_READ_URL: pair.replicaUrl('herald') });
+    const pmPid = (dir: 'primary' | 'replica') =>
+      Number(readFileSync(`${pair.dataDir}/${dir}/postmaster.pid`, 'utf8').split('\n')[0]);
+    const chatPaths = [`/chat/rooms/${roomId}/messages?before=1000&limit=50`, '/chat/rooms'];
+    const rows: Array<Array<string | number>> = [];
+    for (const [label, app] of [
+      ['primary only', primaryOnly],
+      ['one replica', withReplica],
+    ] as const) {
+      for (const url of chatPaths) {
+        await load(app, user, url);
+        const cpu0 = [serverCpuSeconds(pmPid('primary')), serverCpuSeconds(pmPid('replica'))];
+        const r = await load(app, user, url);
+        const cpu1 = [serverCpuSeconds(pmPid('primary')), serverCpuSeconds(pmPid('replica'))];
+        rows.push([
+          label,
+          url.replace(roomId, ':id'),
+          r.rps,
+          r.p99,
+          Math.round(((cpu1[0] ?? 0) - (cpu0[0] ?? 0)) * 10) / 10,
+          Math.round(((cpu1[1] ?? 0) - (cpu0[1] ?? 0)) * 10) / 10,
+        ]);
+      }
+    }
+    table(
+      `chat reads on a replica (${CHAT_ROOMS} rooms × ${CHAT_MESSAGES_PER_ROOM.toLocaleString('en')} messages, all unread)`,
+      ['reads', 'path', 'req/s', 'p99 ms', 'primary CPU s', 'replica CPU s'],
+      rows,
+    );
+    // What a chat change adds with replicas on (chat/reads.ts): the primary's WAL position, then one store script
+    // per key (the author's and the room's), before the broadcast. Sequential, then 20 at once (they share the
+    // position query).
+    const positions = createReadPositions({
+      store: withReplica.ctx.store,
+      reads: withReplica.ctx.database.reads,
+      namespace: 'bench',
+      maxLagMs: 2_000,
+      logger: withReplica.log,
+    });
+    const n = 1_000;
+    const t = performance.now();
+    for (let i = 0; i < n; i++) await positions.record([`u:${user.id}`, `r:${roomId}`]);
+    const recordUs = ((performance.now() - t) / n) * 1000;
+    const t2 = performance.now();
+    for (let i = 0; i < n / 20; i++) {
+      await Promise.all(
+        Array.from({ length: 20 }, (_, k) => positions.record([`u:${user.id}${k}`, `r:${roomId}`])),
+      );
+    }
+    const batchUs = ((performance.now() - t2) / (n / 20)) * 1000;
+    const t3 = performance.now();
+    for (let i = 0; i < n; i++) await positions.of([`u:${user.id}`, `r:${roomId}`]);
+    const ofUs = ((performance.now() - t3) / n) * 1000;
+    positions.close();
+    table(
+      'chat read-your-writes cost',
+      ['part', 'µs'],
+      [
+        ['per change: WAL position + 2 store scripts (sequential)', Math.round(recordUs)],
+        ['20 concurrent changes (one shared WAL position query), whole batch', Math.round(batchUs)],
+        ['per read: store MGET of 2 positions', Math.round(ofUs)],
       ],
     );
   } finally {
@@ -277,6 +404,7 @@ async function main() {
   console.log(`load average at start: ${load1}`);
   if (!ONLY || ONLY === 'index') await indexBench();
   if (!ONLY || ONLY === 'replica') await replicaBench();
+  if (!ONLY || ONLY === 'chat') await chatReplicaBench();
   if (!ONLY || ONLY === 'pool') await poolBench();
   console.log(
     `load average at end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,

@@ -222,7 +222,8 @@ export const EnvSchema = z.object({
   DATABASE_DIRECT_URL: optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
     message: 'DATABASE_DIRECT_URL must start with postgres:// or postgresql://',
   }),
-  // Streaming replicas (comma-separated) for notification lists and counts, with read-your-writes.
+  // Streaming replicas (comma-separated) for notification lists and counts, chat history and room lists, with
+  // read-your-writes.
   DATABASE_READ_URL: list.refine((urls) => urls.every((u) => /^postgres(ql)?:\/\//.test(u)), {
     message: 'DATABASE_READ_URL must be a comma-separated list of postgres:// or postgresql:// URLs',
   }),

@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import type { EventOutbox } from '../events/outbox.js';
 import type { Database } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
+import { createReadPositions } from '../infra/read-positions.js';
 import type { ObserveSeconds, ShutdownHooks } from '../infra/shutdown.js';
 import type { Store } from '../infra/store.js';
 import type { Realtime } from '../realtime/types.js';
@@ -15,6 +16,7 @@ import { type ChatConnection, type ChatIdentity, createChatHub } from './hub.js'
 import { createRoomLive } from './live.js';
 import { type ChatNotificationSink, createChatNotifier } from './notify.js';
 import { CloseCode, encode, GENERAL_ROOM_ID } from './protocol.js';
+import { createChatReads } from './reads.js';
 import { createChatRepository } from './repository.js';
 import { createRoomPresence } from './room-presence.js';
 import { createRoomsRepository } from './rooms.js';
@@ -64,6 +66,17 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
   });
   const typing = createTypingThrottle();
   const history = createHistoryCache(repo, HISTORY_CACHE_TTL_MS);
+  // HTTP history and room lists may come from a replica (DATABASE_READ_URL); the socket's own reads (history on
+  // connect, resume) stay on the primary, which the live path's revisions are checked against.
+  const positions = createReadPositions({
+    store,
+    reads: database.reads,
+    namespace: 'chat',
+    maxLagMs: config.DATABASE_READ_MAX_LAG_MS,
+    logger: log,
+    storeDown: () => realtime.bus.isDegraded(),
+  });
+  const reads = createChatReads({ primary: database.db, router: database.reads, positions });
   const rooms = createRoomsRepository(database.db, {
     roomsPerUser: config.CHAT_MAX_ROOMS_PER_USER,
     membersPerPrivateRoom: config.CHAT_MAX_PRIVATE_ROOM_MEMBERS,
@@ -174,6 +187,7 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
     rooms,
     notifier,
     onRoomPresence: (roomId) => roomPresence.changed(roomId),
+    ...(reads.enabled ? { changed: (scope) => reads.changed(scope) } : {}),
   });
   const chat = service;
   createChatGateway(app, { hub, service: chat, live, typing, config, sessions, realtime, lifecycle, logger });
@@ -185,6 +199,8 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
       void revalidateAll();
       // Room changes published while the bus was degraded never reached this instance: read them.
       live.catchUp();
+      // Positions recorded by other instances meanwhile may be missing from the store: primary reads for a while.
+      positions.suspend();
     }),
     chat.listen(),
     realtime.presence.onChatCounts((counts) => {
@@ -200,6 +216,7 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
   registerChatRoutes(app, {
     repo,
     sessions,
+    reads,
     onPurged: (userId, deletedCount, changed) => {
       chat.publish({ type: 'messages_purged', userId, deletedCount });
       // Each room's instances catch up with the deletions (replayable as message_deleted frames).
@@ -210,6 +227,7 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
     rooms,
     sessions,
     repo,
+    reads,
     createLimit,
     publish: (event) => chat.publish(event),
     /** Live removal on this instance now (the bus message reaches the others; see rooms-routes.ts). */
@@ -232,6 +250,7 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
       createLimit.close();
       notifier.close();
       roomPresence.close();
+      positions.close();
     })();
     return shutdown;
   };

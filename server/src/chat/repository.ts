@@ -127,16 +127,20 @@ export interface ChatRepository {
   remove(id: string, actor: Actor, roomId?: string): Promise<Mutation<Stored>>;
   /** Deletes every message of the user in every room, each deletion a room event; the rooms' new revisions. */
   purgeUser(userId: string): Promise<{ deletedCount: number; rooms: Array<{ roomId: string; rev: number }> }>;
-  /** The newest `limit` messages of `general`, oldest first. */
-  recent(limit: number): Promise<ChatMessage[]>;
+  /**
+   * The newest `limit` messages of `general`, oldest first. `via`: where to read (a replica chosen by chat/reads.ts);
+   * the primary when absent. The same for `before` and `page`.
+   */
+  recent(limit: number, via?: Db): Promise<ChatMessage[]>;
   /** `recent` with the room revision the snapshot reflects (read first, so nothing newer is claimed). */
   recentWithHead(limit: number, roomId?: string): Promise<{ messages: RoomMessage[]; head: RoomHead }>;
   /** Up to `limit` messages of `general` strictly older than the cursor, oldest first; null when an id cursor is unknown. */
-  before(cursor: HistoryCursor, limit: number): Promise<ChatMessage[] | null>;
+  before(cursor: HistoryCursor, limit: number, via?: Db): Promise<ChatMessage[] | null>;
   /** A page of one room by seq, oldest first. */
   page(
     roomId: string,
     query: { before?: number; after?: number; limit: number },
+    via?: Db,
   ): Promise<{ messages: RoomMessage[]; hasMore: boolean }>;
   head(roomId: string): Promise<RoomHead | null>;
   /** Changes with rev in (sinceRev, untilRev], in order, at most `limit`. */
@@ -436,8 +440,8 @@ export function createChatRepository(db: Db, events?: Pick<EventOutbox, 'write' 
       };
     },
 
-    async recent(limit) {
-      const rows = await db
+    async recent(limit, via = db) {
+      const rows = await via
         .select()
         .from(chatMessage)
         .where(inGeneral)
@@ -459,10 +463,10 @@ export function createChatRepository(db: Db, events?: Pick<EventOutbox, 'write' 
       return { messages: rows.reverse().map(toRoomMessage), head };
     },
 
-    async before(cursor, limit) {
+    async before(cursor, limit, via = db) {
       let where: SQL | undefined;
       if (cursor.kind === 'id') {
-        const anchor = await db
+        const anchor = await via
           .select({ createdAt: chatMessage.createdAt, seq: chatMessage.seq })
           .from(chatMessage)
           .where(and(eq(chatMessage.id, cursor.id), inGeneral))
@@ -476,7 +480,7 @@ export function createChatRepository(db: Db, events?: Pick<EventOutbox, 'write' 
       } else {
         where = lt(chatMessage.createdAt, cursor.at);
       }
-      const rows = await db
+      const rows = await via
         .select()
         .from(chatMessage)
         .where(and(inGeneral, where))
@@ -485,10 +489,10 @@ export function createChatRepository(db: Db, events?: Pick<EventOutbox, 'write' 
       return rows.reverse().map(toChatMessage);
     },
 
-    async page(roomId, { before, after, limit }) {
+    async page(roomId, { before, after, limit }, via = db) {
       const inRoom = eq(chatMessage.roomId, roomId);
       if (after !== undefined) {
-        const rows = await db
+        const rows = await via
           .select()
           .from(chatMessage)
           .where(and(inRoom, sql`${chatMessage.seq} > ${after}`))
@@ -496,7 +500,7 @@ export function createChatRepository(db: Db, events?: Pick<EventOutbox, 'write' 
           .limit(limit + 1);
         return { messages: rows.slice(0, limit).map(toRoomMessage), hasMore: rows.length > limit };
       }
-      const rows = await db
+      const rows = await via
         .select()
         .from(chatMessage)
         .where(before === undefined ? inRoom : and(inRoom, sql`${chatMessage.seq} < ${before}`))

@@ -7,7 +7,14 @@ import { z } from 'zod';
 import { authOf, requireUser, type SessionResolver } from '../auth/guard.js';
 import { AppError, forbidden, httpError, notFound } from '../http/errors.js';
 import { ErrorSchema, noNul } from '../http/schemas.js';
-import { type ChatBusEvent, ChatLimits, RoomIdSchema, RoomMessageSchema } from './protocol.js';
+import {
+  type ChatBusEvent,
+  ChatLimits,
+  GENERAL_ROOM_ID,
+  RoomIdSchema,
+  RoomMessageSchema,
+} from './protocol.js';
+import type { ChatReads } from './reads.js';
 import type { ChatRepository } from './repository.js';
 import type { Caller, Room, RoomError, RoomsRepository } from './rooms.js';
 import type { MessageThrottle } from './throttle.js';
@@ -108,10 +115,12 @@ export interface RoomRoutesDeps {
   createLimit: MessageThrottle;
   publish(event: ChatBusEvent): void;
   removeLocally(roomId: string, userId: string): void;
+  /** Where history and room lists are read (a replica that has the caller's and the room's last change). */
+  reads: ChatReads;
 }
 
 export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): void {
-  const { rooms, sessions } = deps;
+  const { rooms, sessions, reads } = deps;
   const r = app.withTypeProvider<ZodTypeProvider>();
   const guard = requireUser(sessions);
   const security = [{ session: [] }];
@@ -136,11 +145,21 @@ export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): 
     },
     async (request) => {
       const caller = callerOf(request);
-      const list =
-        request.query.scope === 'public'
-          ? await rooms.listPublic(caller.userId, 200)
-          : await rooms.listMine(caller.userId);
-      return { rooms: list };
+      // The caller's own changes (joins, reads, rooms created) and changes made for them (added, removed) record
+      // their position on the caller: the list is read from a source that has them.
+      if (request.query.scope === 'public') {
+        return {
+          rooms: await reads.read({ users: [caller.userId], publicDirectory: true }, (db) =>
+            rooms.listPublic(caller.userId, 200, db),
+          ),
+        };
+      }
+      // My rooms' last messages and unread counts change with anyone's message: the list must also be as new as
+      // each of my rooms' last change (a list read after a live frame shows that message). Which rooms are mine
+      // comes from the primary (one index lookup); the heavy part, the counts, from the replica.
+      const mine = reads.enabled ? await rooms.roomIdsOf(caller.userId) : [];
+      const scope = { users: [caller.userId], rooms: [GENERAL_ROOM_ID, ...mine] };
+      return { rooms: await reads.read(scope, (db) => rooms.listMine(caller.userId, db)) };
     },
   );
 
@@ -171,6 +190,11 @@ export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): 
       }
       const { name, kind, memberIds = [] } = request.body;
       const room = ok<Room>(await rooms.create(caller, { name, kind, memberIds }));
+      await reads.changed({
+        users: [caller.userId, ...memberIds],
+        rooms: [room.id],
+        publicDirectory: kind === 'public',
+      });
       return reply.code(201).send({ room });
     },
   );
@@ -209,7 +233,16 @@ export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): 
         response: { 200: z.object({ room: RoomSchema }), ...errors },
       },
     },
-    async (request) => ({ room: ok<Room>(await rooms.join(request.params.id, callerOf(request))) }),
+    async (request) => {
+      const caller = callerOf(request);
+      const room = ok<Room>(await rooms.join(request.params.id, caller));
+      await reads.changed({
+        users: [caller.userId],
+        rooms: [room.id],
+        publicDirectory: room.kind === 'public',
+      });
+      return { room };
+    },
   );
 
   r.post(
@@ -225,9 +258,16 @@ export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): 
         response: { 200: z.object({ room: RoomSchema }), ...errors },
       },
     },
-    async (request) => ({
-      room: ok<Room>(await rooms.addMembers(request.params.id, callerOf(request), request.body.userIds)),
-    }),
+    async (request) => {
+      const caller = callerOf(request);
+      const room = ok<Room>(await rooms.addMembers(request.params.id, caller, request.body.userIds));
+      await reads.changed({
+        users: [caller.userId, ...request.body.userIds],
+        rooms: [room.id],
+        publicDirectory: room.kind === 'public',
+      });
+      return { room };
+    },
   );
 
   r.delete(
@@ -249,8 +289,16 @@ export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): 
     },
     async (request) => {
       const { id, userId } = request.params;
-      const result = ok(await rooms.removeMember(id, callerOf(request), userId));
+      const caller = callerOf(request);
+      const result = ok(await rooms.removeMember(id, caller, userId));
       if (!result.removed) fail({ error: 'not_found' });
+      // The removed member's room list drops the room at once. Their history reads are refused by the primary's
+      // membership check, whatever a replica still says.
+      await reads.changed({
+        users: [caller.userId, userId],
+        rooms: [id],
+        publicDirectory: result.kind === 'public',
+      });
       deps.removeLocally(id, userId);
       deps.publish({ type: 'member_removed', roomId: id, userId });
       return { roomId: id, userId };
@@ -270,7 +318,9 @@ export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): 
       },
     },
     async (request, reply) => {
-      const result = ok(await rooms.direct(callerOf(request), request.body.userId));
+      const caller = callerOf(request);
+      const result = ok(await rooms.direct(caller, request.body.userId));
+      await reads.changed({ users: [caller.userId, request.body.userId], rooms: [result.room.id] });
       return reply.code(result.created ? 201 : 200).send({ room: result.room });
     },
   );
@@ -311,9 +361,14 @@ export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): 
     async (request) => {
       const caller = callerOf(request);
       const { id } = request.params;
-      const access = await rooms.access(id, caller);
+      // Membership on the primary, never a replica: a member removed a moment ago is refused at once, however far
+      // behind the replica is. The position lookup (store) runs meanwhile.
+      const [access, position] = await Promise.all([
+        rooms.access(id, caller),
+        reads.position({ users: [caller.userId], rooms: [id] }),
+      ]);
       if (!access) fail({ error: 'not_found' });
-      return deps.repo.page(id, request.query);
+      return reads.readAt(position, (db) => deps.repo.page(id, request.query, db));
     },
   );
 
@@ -338,6 +393,7 @@ export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): 
       const { id } = request.params;
       const result = ok(await rooms.markRead(id, caller, request.body.seq));
       if (result.changed) {
+        await reads.changed({ users: [caller.userId] });
         deps.publish({
           type: 'read',
           roomId: id,

@@ -81,8 +81,9 @@ export interface RoomsRepository {
   /** The room as the caller sees it (with role, lastReadSeq, unreadCount when a member); null when invisible. */
   view(roomId: string, caller: Caller): Promise<Room | null>;
   members(roomId: string, limit: number): Promise<RoomMember[]>;
-  listMine(userId: string): Promise<Room[]>;
-  listPublic(userId: string, limit: number): Promise<Room[]>;
+  /** `via`: where to read (a replica chosen by chat/reads.ts); the primary when absent. The same for listPublic. */
+  listMine(userId: string, via?: Pick<Db, 'execute'>): Promise<Room[]>;
+  listPublic(userId: string, limit: number, via?: Pick<Db, 'execute'>): Promise<Room[]>;
   create(
     owner: Caller,
     input: { name: string; kind: 'public' | 'private'; memberIds: string[] },
@@ -108,10 +109,13 @@ export interface RoomsRepository {
   membersByUsername(roomId: string, usernames: string[]): Promise<Array<{ userId: string; name: string }>>;
   /** Member ids of a room, at most `limit` (direct rooms: both). */
   memberIds(roomId: string, limit: number): Promise<string[]>;
+  /** Ids of the rooms the user is a member of (general only when a read position was stored there). */
+  roomIdsOf(userId: string): Promise<string[]>;
 }
 
 export function createRoomsRepository(db: Db, limits: RoomLimits): RoomsRepository {
-  const rows = async <T>(q: ReturnType<typeof sql>) => rowsOf<T>(await db.execute(q));
+  const rows = async <T>(q: ReturnType<typeof sql>, via: Pick<Db, 'execute'> = db) =>
+    rowsOf<T>(await via.execute(q));
   // `general` has every user as a member; its memberCount is the number of users, cached (a count of a table).
   let generalCount: { at: number; value: number } | undefined;
   const usersCount = async () => {
@@ -293,21 +297,27 @@ export function createRoomsRepository(db: Db, limits: RoomLimits): RoomsReposito
       }));
     },
 
-    async listMine(userId) {
-      const r = await rows<RoomRow>(sql`
+    async listMine(userId, via) {
+      const r = await rows<RoomRow>(
+        sql`
         select r.*, cm.role, cm.last_read_seq, ${unreadExpr(userId)} as unread, ${otherName(userId)} as other_name
         from chat_room r left join chat_member cm on cm.room_id = r.id and cm.user_id = ${userId}
         where r.id in (select room_id from chat_member where user_id = ${userId} union select ${GENERAL_ROOM_ID})
-        order by coalesce(r.last_message_at, r.created_at) desc, r.id`);
+        order by coalesce(r.last_message_at, r.created_at) desc, r.id`,
+        via,
+      );
       return Promise.all(r.map((row) => toRoom(row, true)));
     },
 
-    async listPublic(userId, limit) {
-      const r = await rows<RoomRow>(sql`
+    async listPublic(userId, limit, via) {
+      const r = await rows<RoomRow>(
+        sql`
         select r.*, cm.role, cm.last_read_seq, ${unreadExpr(userId)} as unread
         from chat_room r left join chat_member cm on cm.room_id = r.id and cm.user_id = ${userId}
         where r.kind = 'public'
-        order by coalesce(r.last_message_at, r.created_at) desc, r.id limit ${limit}`);
+        order by coalesce(r.last_message_at, r.created_at) desc, r.id limit ${limit}`,
+        via,
+      );
       return Promise.all(r.map((row) => toRoom(row, row.role !== null && row.role !== undefined)));
     },
 
@@ -477,6 +487,13 @@ export function createRoomsRepository(db: Db, limits: RoomLimits): RoomsReposito
             join "user" u on u.id = cm.user_id
             where cm.room_id = ${roomId} and lower(u.username) = any(${textArray(lower)})`);
       return r.map((x) => ({ userId: x.id, name: x.name }));
+    },
+
+    async roomIdsOf(userId) {
+      const r = await rows<{ room_id: string }>(
+        sql`select room_id from chat_member where user_id = ${userId}`,
+      );
+      return r.map((x) => x.room_id);
     },
 
     async memberIds(roomId, limit) {

@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { authOf, requireAdmin, requireUser, type SessionResolver } from '../auth/guard.js';
 import { AppError } from '../http/errors.js';
 import { ErrorSchema, noNul } from '../http/schemas.js';
-import { ChatErrorCode, ChatLimits, ChatMessageSchema } from './protocol.js';
+import { ChatErrorCode, ChatLimits, ChatMessageSchema, GENERAL_ROOM_ID } from './protocol.js';
+import type { ChatReads } from './reads.js';
 import type { ChatRepository, HistoryCursor } from './repository.js';
 
 // PostgreSQL timestamps start at 0001-01-01 (no year 0 on input) and the ISO form stops at 9999; a cursor outside
@@ -35,6 +36,8 @@ export interface ChatRoutesDeps {
   sessions: SessionResolver;
   /** After a purge: the count, and each room's revision after its deletions (instances catch up to it). */
   onPurged(userId: string, deletedCount: number, rooms: Array<{ roomId: string; rev: number }>): void;
+  /** Where history is read (a replica that has the caller's and general's last change). */
+  reads: ChatReads;
 }
 
 export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): void {
@@ -83,7 +86,9 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
     },
     async (request) => {
       const { limit, before } = request.query;
-      if (before === undefined) return { messages: await deps.repo.recent(limit) };
+      const scope = { users: [authOf(request).user.id], rooms: [GENERAL_ROOM_ID] };
+      if (before === undefined)
+        return { messages: await deps.reads.read(scope, (db) => deps.repo.recent(limit, db)) };
       let cursor: HistoryCursor;
       if (z.guid().safeParse(before).success) cursor = { kind: 'id', id: before };
       else {
@@ -91,7 +96,7 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
         if (at < EARLIEST_CURSOR_MS) return { messages: [] };
         cursor = { kind: 'time', at: new Date(Math.min(at, LATEST_CURSOR_MS)) };
       }
-      const messages = await deps.repo.before(cursor, limit);
+      const messages = await deps.reads.read(scope, (db) => deps.repo.before(cursor, limit, db));
       if (!messages)
         throw new AppError(
           404,
@@ -130,9 +135,12 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRoutesDeps): 
       },
     },
     async (request) => {
-      authOf(request);
+      const admin = authOf(request).user.id;
       const { deletedCount, rooms } = await deps.repo.purgeUser(request.params.id);
-      if (deletedCount > 0) deps.onPurged(request.params.id, deletedCount, rooms);
+      if (deletedCount > 0) {
+        await deps.reads.changed({ users: [admin], rooms: rooms.map((r) => r.roomId) });
+        deps.onPurged(request.params.id, deletedCount, rooms);
+      }
       return { deletedCount };
     },
   );

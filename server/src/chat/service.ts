@@ -25,6 +25,7 @@ import {
   type RoomMessage,
   roomTopic,
 } from './protocol.js';
+import type { ChatScope } from './reads.js';
 import type { ChatRepository, RoomHead, Stored } from './repository.js';
 import type { RoomKind, RoomsRepository } from './rooms.js';
 import type { MessageThrottle, ThrottleResult, TypingThrottle } from './throttle.js';
@@ -90,6 +91,11 @@ export interface ChatServiceDeps {
   notifier?: ChatNotifier;
   /** A `presence_changed` arrived for a room. */
   onRoomPresence?: (roomId: string) => void;
+  /**
+   * Read replicas (chat/reads.ts): every stored change records its position here before it is published, so the
+   * author's next read (and anyone's history read after the frame) on any instance sees it. Absent: no replicas.
+   */
+  changed?: (scope: ChatScope) => Promise<void>;
 }
 
 export type SendStage = 'queued' | 'checks' | 'store';
@@ -278,6 +284,7 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
   };
 
   const { live, rooms, notifier } = deps;
+  const changed = deps.changed;
   const publish = (event: ChatBusEvent) => {
     const roomId = 'roomId' in event ? event.roomId : GENERAL_ROOM_ID;
     bus
@@ -409,9 +416,14 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
           message: text,
           clientMessageId: msg.clientMessageId,
         });
-        since(t, 'store');
-        if (result.ok === false) return roomNotFound(conn, roomId);
+        if (result.ok === false) {
+          since(t, 'store');
+          return roomNotFound(conn, roomId);
+        }
         const { message, rev, mv } = result;
+        // With replicas, part of storing: the frame below must not reach anyone before a history read can show it.
+        if (result.created && changed) await changed({ users: [id.userId], rooms: [message.roomId] });
+        since(t, 'store');
         // A retried clientMessageId gets its stored message back, to the sender only.
         if (!result.created) return hub.send(conn, changeFrame(conn, 'new_message', result));
         publish({ type: 'new_message', roomId: message.roomId, rev, mv, message });
@@ -442,6 +454,7 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
         );
         if (result.ok) {
           const { message, rev, mv } = result.value;
+          if (changed) await changed({ users: [id.userId], rooms: [roomId] });
           return publish({ type: 'message_updated', roomId, rev, mv, message });
         }
         return refuseMutation(conn, result.reason, 'edit');
@@ -460,6 +473,7 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
         const result = await repo.remove(msg.messageId, { userId: id.userId, isAdmin: id.isAdmin }, roomId);
         if (result.ok) {
           const { message, rev, mv } = result.value;
+          if (changed) await changed({ users: [id.userId], rooms: [roomId] });
           return publish({
             type: 'message_deleted',
             roomId,
@@ -521,6 +535,8 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
         const result = await rooms.markRead(msg.roomId, { userId: id.userId, isAdmin: id.isAdmin }, msg.seq);
         if ('error' in result) return roomNotFound(conn, msg.roomId);
         if (!result.changed) return;
+        // The reader's room list shows it (unread counts); the room's history does not change.
+        if (changed) await changed({ users: [id.userId] });
         publish({
           type: 'read',
           roomId: msg.roomId,

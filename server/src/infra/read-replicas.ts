@@ -42,10 +42,20 @@ export interface ReplicaStatus {
   pool: { total: number; idle: number; waiting: number };
 }
 
+/** Which feature a replica-eligible read serves (the `feature` label of herald_db_reads_total). */
+export type ReadFeature = 'notifications' | 'chat';
+
 export interface ReadStats {
   reads: Record<ReadTarget, number>;
+  /** The same reads per feature. */
+  byFeature: Record<ReadFeature, Record<ReadTarget, number>>;
   /** Reads that failed on a replica and were answered by the primary. */
   fallbacks: number;
+  /**
+   * Reads whose position no replica was known to have (the polled positions lag by up to a poll interval), so one
+   * replica was asked directly: by where the read then ran.
+   */
+  probes: Record<ReadTarget, number>;
   replicas: ReplicaStatus[];
 }
 
@@ -59,9 +69,9 @@ export interface ReadRouter<Db extends Executor = Executor> {
   writePosition(): Promise<WalPosition | null>;
   /**
    * Runs a read on a replica that has replayed `minPosition` (null: any replica within the lag bound will do), else
-   * on the primary; a replica failure is retried on the primary.
+   * on the primary; a replica failure is retried on the primary. `feature` only labels the count.
    */
-  read<T>(minPosition: WalPosition | null, run: (db: Db) => Promise<T>): Promise<T>;
+  read<T>(minPosition: WalPosition | null, run: (db: Db) => Promise<T>, feature: ReadFeature): Promise<T>;
   stats(): ReadStats;
   close(): Promise<void>;
 }
@@ -78,17 +88,36 @@ export interface ReadRouterOptions<Db extends Executor> {
   logger?: Pick<Logger, 'info' | 'warn'>;
 }
 
+/** Read counters, in total and per feature. */
+function readCounts() {
+  const total: Record<ReadTarget, number> = { primary: 0, replica: 0 };
+  const byFeature: Record<ReadFeature, Record<ReadTarget, number>> = {
+    notifications: { primary: 0, replica: 0 },
+    chat: { primary: 0, replica: 0 },
+  };
+  return {
+    count(target: ReadTarget, feature: ReadFeature) {
+      total[target]++;
+      byFeature[feature][target]++;
+    },
+    snapshot: () => ({
+      reads: { ...total },
+      byFeature: { notifications: { ...byFeature.notifications }, chat: { ...byFeature.chat } },
+    }),
+  };
+}
+
 /** Routes every read to the primary (no replicas configured, or the embedded database). */
 export function primaryOnlyRouter<Db extends Executor>(primary: Db): ReadRouter<Db> {
-  const reads = { primary: 0, replica: 0 };
+  const counts = readCounts();
   return {
     enabled: false,
     writePosition: async () => null,
-    async read(_min, run) {
-      reads.primary++;
+    async read(_min, run, feature) {
+      counts.count('primary', feature);
       return run(primary);
     },
-    stats: () => ({ reads: { ...reads }, fallbacks: 0, replicas: [] }),
+    stats: () => ({ ...counts.snapshot(), fallbacks: 0, probes: { primary: 0, replica: 0 }, replicas: [] }),
     close: async () => {},
   };
 }
@@ -100,6 +129,8 @@ interface Replica<Db> {
   replay: bigint | null;
   lastOkAt: number;
   polling: boolean;
+  /** A replay-position query sent on behalf of reads (see probe), shared while in flight. */
+  probing: Promise<bigint | null> | undefined;
 }
 
 /** Replica `host:port` for labels and logs: never the user or password. */
@@ -133,14 +164,17 @@ export function createReadRouter<Db extends Executor>(options: ReadRouterOptions
       replay: null,
       lastOkAt: 0,
       polling: false,
+      probing: undefined,
     };
   });
   // Primary positions sampled at the time the query was sent: everything committed before `at` is at or below `lsn`.
   // Kept long enough to measure any lag up to the bound.
   const samples: Array<{ at: number; lsn: bigint }> = [];
   const keepMs = maxLagMs + 4 * pollMs;
-  const reads = { primary: 0, replica: 0 };
+  const counts = readCounts();
   let fallbacks = 0;
+  // Reads that asked a replica for its replay position, by where they then ran.
+  const probes: Record<ReadTarget, number> = { primary: 0, replica: 0 };
   let next = 0;
   let closed = false;
   const wasEligible = new Map<string, boolean>();
@@ -175,6 +209,8 @@ export function createReadRouter<Db extends Executor>(options: ReadRouterOptions
       if (lsn) r.lastOkAt = Date.now();
     } catch {
       r.replay = null;
+      // An error is an answer: the replica is down now (as after a failed read), not only once the window passes.
+      r.lastOkAt = 0;
     } finally {
       r.polling = false;
     }
@@ -237,29 +273,85 @@ export function createReadRouter<Db extends Executor>(options: ReadRouterOptions
     return null;
   };
 
+  /**
+   * The polled replay positions are up to DATABASE_READ_POLL_MS old, so right after a change (a busy chat room, a
+   * user who just wrote) no replica looks new enough although one usually is: streaming replay trails the primary by
+   * far less than a poll interval. One trivial query to an eligible replica settles it and keeps that read off the
+   * primary. Reads share a query in flight: replay only moves forward, so any answer is at least as new as the
+   * replica was when the read asked. One replica is asked, so a read waits for at most one extra round trip.
+   */
+  const probe = async (minPosition: WalPosition): Promise<Replica<Db> | null> => {
+    const need = BigInt(`0x${minPosition}`);
+    const now = Date.now();
+    for (let i = 0; i < replicas.length; i++) {
+      const r = replicas[(next + i) % replicas.length];
+      if (!r || !isEligible(r, now)) continue;
+      r.probing ??= r.pool
+        .query<{ lsn: string | null }>('select pg_last_wal_replay_lsn()::text as lsn')
+        .then(
+          (result) => {
+            const lsn = result.rows[0]?.lsn;
+            return lsn ? BigInt(`0x${walPosition(lsn)}`) : null;
+          },
+          () => {
+            // As a failed read does: the replica is down until a poll says otherwise.
+            r.lastOkAt = 0;
+            return null;
+          },
+        )
+        .finally(() => {
+          r.probing = undefined;
+        });
+      const replay = await r.probing;
+      const serves = replay !== null && replay >= need;
+      probes[serves ? 'replica' : 'primary']++;
+      if (replay === null) return null;
+      if (r.replay === null || replay > r.replay) r.replay = replay;
+      r.lastOkAt = Date.now();
+      if (!serves) return null;
+      next = (next + i + 1) % replicas.length;
+      return r;
+    }
+    return null;
+  };
+
+  const readWritePosition = async (): Promise<WalPosition> => {
+    try {
+      const result = (await primary.execute(
+        sql`select pg_current_wal_insert_lsn()::text as lsn`,
+      )) as unknown as { rows: Array<{ lsn: string }> };
+      const lsn = result.rows[0]?.lsn;
+      return lsn ? walPosition(lsn) : PRIMARY_ONLY;
+    } catch (err) {
+      logger?.warn(
+        { err },
+        'could not read the WAL position after a change: that user reads from the primary',
+      );
+      return PRIMARY_ONLY;
+    }
+  };
+  // Writers that ask in the same turn of the event loop (a batch of chat sends resolved together, several features'
+  // changes) share one query. Only a query not yet sent can be shared: one already sent may have run before a later
+  // caller's commit. So the shared query is sent from a microtask, after every caller of this turn has asked.
+  let queued: Promise<WalPosition> | undefined;
+
   return {
     enabled: true,
-    async writePosition() {
-      try {
-        const result = (await primary.execute(
-          sql`select pg_current_wal_insert_lsn()::text as lsn`,
-        )) as unknown as { rows: Array<{ lsn: string }> };
-        const lsn = result.rows[0]?.lsn;
-        return lsn ? walPosition(lsn) : PRIMARY_ONLY;
-      } catch (err) {
-        logger?.warn(
-          { err },
-          'could not read the WAL position after a change: that user reads from the primary',
-        );
-        return PRIMARY_ONLY;
-      }
+    writePosition() {
+      queued ??= Promise.resolve().then(() => {
+        queued = undefined;
+        return readWritePosition();
+      });
+      return queued;
     },
-    async read(minPosition, run) {
-      const replica = choose(minPosition);
+    async read(minPosition, run, feature) {
+      let replica = choose(minPosition);
+      if (!replica && minPosition !== null && minPosition !== PRIMARY_ONLY)
+        replica = await probe(minPosition);
       if (replica) {
         try {
           const result = await run(replica.db);
-          reads.replica++;
+          counts.count('replica', feature);
           return result;
         } catch (err) {
           // Whatever went wrong there (connection refused, recovery conflict, timeout), the primary answers.
@@ -268,14 +360,15 @@ export function createReadRouter<Db extends Executor>(options: ReadRouterOptions
           logger?.warn({ replica: replica.name, err }, 'read failed on a replica; answered by the primary');
         }
       }
-      reads.primary++;
+      counts.count('primary', feature);
       return run(primary);
     },
     stats() {
       const now = Date.now();
       return {
-        reads: { ...reads },
+        ...counts.snapshot(),
         fallbacks,
+        probes: { ...probes },
         replicas: replicas.map((r) => ({
           name: r.name,
           up: isUp(r, now),

@@ -90,7 +90,7 @@ export function createNotificationService(deps: NotificationServiceDeps) {
   ): Promise<T> => {
     if (!reads?.enabled) return run(undefined);
     const position = known === undefined ? await unread.position(userId) : known;
-    return reads.read(position, (db) => run(db));
+    return reads.read(position, (db) => run(db), 'notifications');
   };
 
   // Headroom for the envelope and for the estimate below being per item rather than exact.

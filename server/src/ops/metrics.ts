@@ -22,7 +22,7 @@ import type { Webhooks } from '../webhooks/index.js';
 /** Prometheus text exposition format 0.0.4 (ops/prometheus.ts renders it). */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-/** What the report and its access check read (the composition root passes `app.ctx`). */
+/** What the report and its access check read (the composition root passes what it wired). */
 export interface MetricsSources {
   config: Pick<Config, 'METRICS_API_KEY' | 'INSTANCE_ID'>;
   logger: Logger;
@@ -112,8 +112,21 @@ export const MetricsSchema = z
               .number()
               .int()
               .describe('reads that failed on a replica and were answered by the primary'),
+            probes: z
+              .object({ primary: z.number().int(), replica: z.number().int() })
+              .describe(
+                'reads whose position no replica was known to have yet, so one replica was asked directly: by where they then ran',
+              ),
+            byFeature: z
+              .record(
+                z.enum(['notifications', 'chat']),
+                z.object({ primary: z.number().int(), replica: z.number().int() }),
+              )
+              .describe('the same reads per feature'),
           })
-          .describe('replica-eligible reads (notification lists and counts) by where they ran, since start'),
+          .describe(
+            'replica-eligible reads (notification lists and counts, chat history and room lists) by where they ran, since start',
+          ),
         replicas: z.array(
           z.object({
             name: z.string(),
@@ -258,6 +271,11 @@ export async function collectMetrics(ctx: MetricsSources): Promise<MetricsReport
       primary: reads?.reads.primary ?? 0,
       replica: reads?.reads.replica ?? 0,
       fallbacks: reads?.fallbacks ?? 0,
+      probes: reads?.probes ?? { primary: 0, replica: 0 },
+      byFeature: reads?.byFeature ?? {
+        notifications: { primary: 0, replica: 0 },
+        chat: { primary: 0, replica: 0 },
+      },
     },
     replicas: (reads?.replicas ?? []).map(({ name, up, eligible, lagMs }) => ({ name, up, eligible, lagMs })),
   };

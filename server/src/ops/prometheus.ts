@@ -143,7 +143,13 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
   };
   const dbReads = new Counter({
     name: 'herald_db_reads_total',
-    help: 'Replica-eligible reads (notification lists and counts) by where they ran: primary or replica.',
+    help: 'Replica-eligible reads by where they ran (target: primary or replica) and what they served (feature: notifications = lists and counts, chat = history and room lists).',
+    labelNames: ['target', 'feature'] as const,
+    registers,
+  });
+  const dbReadProbes = new Counter({
+    name: 'herald_db_replica_probes_total',
+    help: 'Reads whose position no replica was known to have yet (positions are polled), so one replica was asked for its replay position: by where the read then ran.',
     labelNames: ['target'] as const,
     registers,
   });
@@ -240,15 +246,20 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
       g.replicaEligible.reset();
       g.replicaLag.reset();
       dbReads.reset();
+      dbReadProbes.reset();
       if (report.database) {
         for (const p of report.database.pools) {
           g.dbPool.set({ pool: p.pool, state: 'total' }, p.total);
           g.dbPool.set({ pool: p.pool, state: 'idle' }, p.idle);
           g.dbPool.set({ pool: p.pool, state: 'waiting' }, p.waiting);
         }
-        dbReads.inc({ target: 'primary' }, report.database.reads.primary);
-        dbReads.inc({ target: 'replica' }, report.database.reads.replica);
+        for (const [feature, n] of Object.entries(report.database.reads.byFeature)) {
+          dbReads.inc({ target: 'primary', feature }, n.primary);
+          dbReads.inc({ target: 'replica', feature }, n.replica);
+        }
         mirror(dbReadFallbacks, report.database.reads.fallbacks);
+        dbReadProbes.inc({ target: 'primary' }, report.database.reads.probes.primary);
+        dbReadProbes.inc({ target: 'replica' }, report.database.reads.probes.replica);
         for (const r of report.database.replicas) {
           g.replicaUp.set({ replica: r.name }, Number(r.up));
           g.replicaEligible.set({ replica: r.name }, Number(r.eligible));

@@ -65,7 +65,7 @@ export interface Realtime {
   /**
    * Called each time the bus leaves degraded mode (store reachable again, channel re-subscribed). Messages
    * published meanwhile never reached other instances, so holders of live connections re-validate them here
-   * (chat sockets, SSE streams via `app.ctx.revocation.isSessionLive`). Never called without a distributed bus.
+   * (chat sockets, SSE streams via `revocation.isSessionLive`). Never called without a distributed bus.
    */
   onRecovered(handler: () => void): () => void;
   /** Called each time the bus enters degraded mode (the store became unreachable). */
