@@ -42,6 +42,10 @@ export async function startReceiver(): Promise<WebhookReceiver> {
   let port = 0;
 
   const handler: http.RequestListener = (req, res) => {
+    // A sender killed mid-request (SIGKILL of an instance with hung deliveries) resets the connection: that is
+    // the scenario under test, not an error of the receiver, and must not surface as an uncaught ECONNRESET.
+    req.on('error', () => {});
+    res.on('error', () => {});
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -68,6 +72,7 @@ export async function startReceiver(): Promise<WebhookReceiver> {
   const listen = () =>
     new Promise<void>((resolve) => {
       server = http.createServer(handler);
+      server.on('connection', (socket) => socket.on('error', () => {}));
       server.listen(port, '127.0.0.1', () => {
         port = (server.address() as AddressInfo).port;
         resolve();
