@@ -331,6 +331,46 @@ describe('RoomList', () => {
   });
 });
 
+describe('RoomList in another language', () => {
+  it('shows the texts it is given, in its buttons’ names too', async () => {
+    const { c, sockets } = setup();
+    const el = await mount(
+      c,
+      <RoomList
+        onSelectRoom={() => {}}
+        texts={{
+          title: 'Räume',
+          unread: (room, n) => `${room}, ${n} ungelesen`,
+          newRoom: 'Neuer Raum',
+          publicRooms: 'Öffentliche Räume',
+          roomName: 'Name des Raums',
+          visibility: 'Sichtbarkeit',
+          kinds: { public: 'Öffentlich', private: 'Privat' },
+          create: 'Raum erstellen',
+          members: (n) => `${n} Mitglieder`,
+          joinLabel: (room) => `${room} beitreten`,
+          join: 'Beitreten',
+        }}
+      />,
+    );
+    await memberSocket(c, sockets);
+    await until(() => roomNames(el).length === 2, 'rooms');
+    expect(el.querySelector('h2')?.textContent).toBe('Räume');
+    expect(roomNames(el)).toEqual(['General', 'Bob, 1 ungelesen']);
+    await click(button(el, 'Neuer Raum'));
+    expect(byLabel(el, 'Name des Raums')).toBeDefined();
+    const kind = byLabel(el, 'Sichtbarkeit') as HTMLSelectElement;
+    expect([...kind.options].map((o) => o.textContent)).toEqual(['Öffentlich', 'Privat']);
+    await type(byLabel(el, 'Name des Raums'), 'Entwurf');
+    await act(async () => button(el, 'Raum erstellen')?.closest('form')?.requestSubmit());
+    await until(() => roomNames(el).includes('Entwurf'), 'created room listed');
+    await click(button(el, 'Öffentliche Räume'));
+    const join = await until(() => button(el, 'Team beitreten'), 'public rooms');
+    expect(join.textContent).toBe('Beitreten');
+    expect(el.querySelector('[aria-label="Öffentliche Räume"]')?.textContent).toContain('3 Mitglieder');
+  });
+});
+
 describe('ChatRoom in other rooms', () => {
   it('a direct room: its history, sends with roomId, marks what is seen read, shows the read receipt', async () => {
     const { c, sockets, setBobRead } = setup();

@@ -1,12 +1,24 @@
 // @vitest-environment happy-dom
 // The drop-in components rendered for real (react-dom in a DOM implementation) over the SDK, with the fake
-// server of fakes.ts: accessible names of CONTRACT §10, what each control sends, live updates, keyboard use.
+// server of fakes.ts: accessible names of CONTRACT §10, what each control sends, live updates, keyboard use, and
+// an app's own texts (a translation) and locale — which never change the names §10 fixes.
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChatMessage, Notification } from '../src/contract.js';
 import { createHeraldClient, type HeraldClient } from '../src/index.js';
-import { ChatRoom, HeraldProvider, NotificationBell, NotificationInbox } from '../src/react.js';
+import {
+  type BellTexts,
+  ChatRoom,
+  type ChatRoomTexts,
+  defaultBellTexts,
+  defaultChatRoomTexts,
+  defaultInboxTexts,
+  HeraldProvider,
+  type InboxTexts,
+  NotificationBell,
+  NotificationInbox,
+} from '../src/react.js';
 import { FakeEnvironment, FakeHerald, FakeSocket, notification } from './fakes.js';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -363,5 +375,137 @@ describe('ChatRoom', () => {
     expect(byLabel(el, 'Message')).toBeUndefined();
     expect(byRole(el, 'button', 'Send')).toBeUndefined();
     expect(el.querySelector('a[href="/sign-in"]')?.textContent).toBe('Sign in to write');
+  });
+});
+
+// An app's translation (the SDK ships English only; the web app passes German from its dictionary).
+const inboxDe: Partial<InboxTexts> = {
+  title: 'Benachrichtigungen',
+  unread: (n) => `${n} ungelesen`,
+  show: 'Anzeigen',
+  filters: { all: 'Alle', unread: 'Ungelesen', read: 'Gelesen' },
+  filterByType: 'Nach Art filtern',
+  types: { ...defaultInboxTexts.types, warning: 'Warnung' },
+  markReadLabel: (title) => `Als gelesen markieren: ${title}`,
+  markRead: 'Als gelesen markieren',
+  deleteLabel: (title) => `Löschen: ${title}`,
+  noMatch: 'Keine passenden Benachrichtigungen.',
+};
+
+describe('texts and locale (an app in another language)', () => {
+  it('the inbox shows the texts it is given and dates in the locale; untouched texts stay English', async () => {
+    const { server, client: c } = setup(true);
+    server.items = [
+      notification('a', { title: 'Alpha', type: 'warning', createdAt: '2025-03-04T10:05:00.000Z' }),
+    ];
+    server.unread = 1;
+    const el = await mount(c, <NotificationInbox pageSize={10} texts={inboxDe} locale="de" />);
+    const stream = await until(() => server.streams[0], 'stream');
+    await act(async () => stream.event(1, connected(1)));
+    await until(() => el.querySelectorAll('[data-testid="notification-item"]').length === 1, 'item');
+    expect(el.querySelector('h2')?.textContent).toBe('Benachrichtigungen');
+    expect(el.textContent).toContain('1 ungelesen');
+    expect(el.querySelector('fieldset')?.getAttribute('aria-label')).toBe('Anzeigen');
+    expect(byRole(el, 'button', 'Alle')?.getAttribute('aria-pressed')).toBe('true');
+    expect(byLabel(el, 'Nach Art filtern')).toBeDefined();
+    expect(el.querySelector('.herald-tag')?.textContent).toBe('Warnung');
+    expect(byRole(el, 'button', 'Als gelesen markieren: Alpha')?.textContent).toBe('Als gelesen markieren');
+    expect(byRole(el, 'button', 'Löschen: Alpha')?.textContent).toBe('Delete');
+    expect(byRole(el, 'button', 'Mark all read')).toBeDefined();
+    // Not today: day, month and time as German readers write them.
+    const shown = new Intl.DateTimeFormat('de', {
+      month: 'short',
+      day: 'numeric',
+      hour: '2-digit',
+      minute: '2-digit',
+    }).format(new Date('2025-03-04T10:05:00.000Z'));
+    expect(el.querySelector('time')?.textContent).toBe(shown);
+    expect(shown).toMatch(/^4\. März/);
+
+    await click(byRole(el, 'button', 'Gelesen'));
+    await until(
+      () => el.querySelector('.herald-empty')?.textContent === 'Keine passenden Benachrichtigungen.',
+      'none',
+    );
+  });
+
+  it('the bell keeps the contract’s accessible name whatever its texts; the tooltip and the panel follow them', async () => {
+    const { server, client: c } = setup(true);
+    server.unread = 2;
+    const el = await mount(
+      c,
+      <NotificationBell
+        texts={{ panel: 'Benachrichtigungen', tooltip: (n) => `Benachrichtigungen, ${n} ungelesen` }}
+        inboxTexts={inboxDe}
+      />,
+    );
+    const stream = await until(() => server.streams[0], 'stream');
+    await act(async () => stream.event(1, connected(2)));
+    const bell = await until(() => byRole(el, 'button', 'Notifications, 2 unread'), 'bell');
+    expect(bell.getAttribute('title')).toBe('Benachrichtigungen, 2 ungelesen');
+    await click(bell);
+    expect(byRole(el, 'dialog', 'Benachrichtigungen')).toBeDefined();
+    // The default panel's inbox speaks the app's language too.
+    await until(() => el.querySelector('[role="dialog"] h2')?.textContent === 'Benachrichtigungen', 'inbox');
+    // The type of `texts` has no way to rename the bell.
+    // @ts-expect-error: the accessible name is not a text to translate (CONTRACT §10)
+    const renamed: Partial<BellTexts> = { label: () => 'Glocke' };
+    expect(renamed).toBeDefined();
+  });
+
+  it('the chat shows the texts it is given, while its input stays `Message` and its button `Send`', async () => {
+    const { sockets, client: c } = setup(true);
+    const el = await mount(
+      c,
+      <ChatRoom
+        texts={{
+          title: 'Unterhaltung',
+          messages: 'Nachrichten',
+          emptyInvite: 'Noch keine Nachrichten. Sag hallo!',
+          placeholder: 'Nachricht schreiben',
+          presence: (members, guests) => `${members} Mitglieder und ${guests} Gäste online`,
+          typing: (name) => `${name} schreibt…`,
+          edit: 'Bearbeiten',
+        }}
+        locale="de"
+      />,
+    );
+    await until(() => c.auth.useSession.get().data !== null, 'session');
+    const s = await until(() => sockets.find((x) => x.closedByClient === null), 'member socket');
+    await act(async () => s.accept({ userId: 'u1', role: 'member' }, []));
+    await until(
+      () =>
+        el.querySelector('[data-testid="chat-empty"]')?.textContent === 'Noch keine Nachrichten. Sag hallo!',
+      'empty',
+    );
+    expect(el.querySelector('h2')?.textContent).toBe('Unterhaltung');
+    expect(el.querySelector('[role="log"]')?.getAttribute('aria-label')).toBe('Nachrichten');
+    const input = byLabel(el, 'Message') as HTMLInputElement;
+    expect(input.placeholder).toBe('Nachricht schreiben');
+    expect(byRole(el, 'button', 'Send')?.textContent).toBe('Send');
+
+    await act(async () => {
+      s.emit({
+        type: 'new_message',
+        message: message('m1', 'u1', 'Hallo', { createdAt: '2025-03-04T10:05:00.000Z' }),
+      });
+      s.emit({ type: 'typing', userId: 'u2', userName: 'Bob', isTyping: true });
+      s.emit({ type: 'presence', guests: 1, members: 2, admins: 0 });
+    });
+    await until(() => el.textContent?.includes('Bob schreibt…'), 'typing');
+    expect(el.textContent).toContain('2 Mitglieder und 1 Gäste online');
+    expect(byRole(el, 'button', 'Bearbeiten')).toBeDefined();
+    expect(byRole(el, 'button', 'Delete')).toBeDefined();
+    expect(el.querySelector('[data-testid="chat-message"] time')?.textContent).toMatch(/^4\. März/);
+    // @ts-expect-error: `Send` and `Message` are CONTRACT §10's names, not texts
+    const send: Partial<ChatRoomTexts> = { send: 'Senden' };
+    expect(send).toBeDefined();
+  });
+
+  it('exports the English defaults an app starts its translation from', () => {
+    expect(defaultInboxTexts.filters).toEqual({ all: 'All', unread: 'Unread', read: 'Read' });
+    expect(defaultInboxTexts.types.friend_request).toBe('Friend request');
+    expect(defaultChatRoomTexts.presence(1, 2)).toBe('1 member and 2 guests online');
+    expect(defaultBellTexts.tooltip(3)).toBe('Notifications, 3 unread');
   });
 });

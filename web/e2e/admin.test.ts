@@ -1,13 +1,15 @@
 // The admin pages for API keys and webhooks (CONTRACT §9) and the app in German (issue 26 item 3), in Chromium
 // against two real Herald processes. Keys made in the UI are used by a "backend" (fetch from this test) and stop
 // working once revoked in the UI; webhooks deliver to a real receiver on loopback, which checks the signature with
-// the secret the UI showed. Both pages at 1280 px and 375 px, no console errors.
+// the secret the UI showed. Both pages at 1280 px and 375 px, no console errors. A German user gets the app and the
+// SDK's drop-in components (bell, inbox, chat, room list) in German, with the contract's names unchanged.
 import type { TestCluster, WebhookReceiver } from '@herald/server/testkit';
 import { CLUSTER_ORIGIN, startReceiver, verifySignature } from '@herald/server/testkit';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   ADMIN_EMAIL,
+  adminSend,
   apiCookie,
   ConsoleWatch,
   DESKTOP,
@@ -248,6 +250,7 @@ describe('admin pages: API keys and webhooks; the app in German', () => {
       body: JSON.stringify({ locale: 'de' }),
     });
     expect(update.status, await update.clone().text()).toBe(200);
+    await adminSend(url(0), await apiCookie(url(0), admin), user.email, 'Hallo Dora');
 
     for (const viewport of [DESKTOP, PHONE]) {
       // The browser says English: the user's own locale wins.
@@ -258,8 +261,23 @@ describe('admin pages: API keys and webhooks; the app in German', () => {
       await page.getByRole('heading', { name: 'Benachrichtigungen', level: 1 }).waitFor();
       expect(await page.evaluate(() => document.documentElement.lang)).toBe('de');
       expect(await page.title()).toBe('Benachrichtigungen · Herald');
-      await page.getByRole('button', { name: /^Notifications/ }).waitFor();
+      // The bell keeps the contract's name (CONTRACT §10) in German; what it shows on hover is German.
+      const bell = page.getByRole('button', { name: 'Notifications, 1 unread', exact: true });
+      await bell.waitFor();
+      expect(await bell.getAttribute('title')).toBe('Benachrichtigungen, 1 ungelesen');
       await page.getByRole('button', { name: 'Sign out', exact: true }).waitFor();
+      // The SDK's inbox in German: filters, actions, the notification's controls, its date in German.
+      const inbox = page.getByRole('main');
+      for (const filter of ['Alle', 'Ungelesen', 'Gelesen'])
+        await inbox.getByRole('button', { name: filter, exact: true }).waitFor();
+      await inbox.getByLabel('Nach Art filtern').waitFor();
+      await inbox.getByRole('button', { name: 'Alle als gelesen markieren', exact: true }).waitFor();
+      await inbox.getByText('1 ungelesene Benachrichtigung', { exact: true }).waitFor();
+      const item = inbox.getByTestId('notification-item').filter({ hasText: 'Hallo Dora' });
+      await item.getByRole('button', { name: 'Als gelesen markieren: Hallo Dora', exact: true }).waitFor();
+      await item.getByText('Ankündigung', { exact: true }).waitFor();
+      // Today: a 24-hour time, as `de` writes it (the browser's en-US would say AM/PM).
+      expect(await item.locator('time').textContent()).toMatch(/^\d{2}:\d{2}$/);
       if (viewport === PHONE) await page.getByRole('button', { name: 'Menü' }).click();
       await page
         .getByRole('navigation', { name: 'Hauptnavigation' })
@@ -267,6 +285,33 @@ describe('admin pages: API keys and webhooks; the app in German', () => {
         .waitFor();
       expect(await overflowing(page)).toEqual([]);
       await screenshot(page, `notifications-de-${viewport.width}`);
+      await context.close();
+    }
+
+    // The bell's panel, the chat and the room list in German; `Message` and `Send` as the contract names them.
+    {
+      const context = await newContext({ locale: 'en-US' });
+      await signInContext(context, url(0), user);
+      const page = await context.newPage();
+      await page.goto(`${url(0)}/chat`);
+      await page.getByRole('heading', { name: 'Räume', level: 2 }).waitFor();
+      await page.getByRole('button', { name: 'Neuer Raum', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Öffentliche Räume', exact: true }).waitFor();
+      await page.getByRole('log', { name: 'Nachrichten' }).waitFor();
+      const input = page.getByLabel('Message', { exact: true });
+      await input.waitFor();
+      expect(await input.getAttribute('placeholder')).toBe('Nachricht schreiben');
+      await page.getByText(/^\d+ (Mitglied|Mitglieder) und \d+ (Gast|Gäste) online$/).waitFor();
+      await input.fill('Guten Tag');
+      await page.getByRole('button', { name: 'Send', exact: true }).click();
+      const mine = page.getByTestId('chat-message').filter({ hasText: 'Guten Tag' });
+      await mine.getByRole('button', { name: 'Bearbeiten', exact: true }).waitFor();
+      await mine.getByRole('button', { name: 'Löschen', exact: true }).waitFor();
+      expect(await mine.locator('time').textContent()).toMatch(/^\d{2}:\d{2}$/);
+      await page.getByRole('button', { name: 'Notifications, 1 unread', exact: true }).click();
+      const panel = page.getByRole('dialog', { name: 'Benachrichtigungen' });
+      await panel.getByRole('button', { name: 'Als gelesen markieren: Hallo Dora', exact: true }).waitFor();
+      await screenshot(page, 'chat-de-1280');
       await context.close();
     }
 

@@ -10,7 +10,16 @@
 // `Send notification`) and §11's `Enable push notifications` switch. Screen-reader users, the SDK's tests and
 // every client's automation find the controls by these names, so they are the same in both languages; the texts
 // around them (headings, hints, messages) are translated. The drop-in components of @herald/client (bell, inbox,
-// chat) bring their own texts.
+// chat, room list) get their texts from here too (`inbox`, `chatRoom`, `roomList`, `bell`): the English ones are the
+// SDK's own defaults, the German ones are typed by the SDK's text types, so a text the SDK adds fails the
+// typecheck here until it is translated. Their contract names (the bell's, `Message`, `Send`) are no texts there.
+import {
+  defaultBellTexts,
+  defaultChatRoomTexts,
+  defaultInboxTexts,
+  defaultRoomListTexts,
+} from '@herald/client/react';
+
 export const LOCALES = ['en', 'de'] as const;
 export type Locale = (typeof LOCALES)[number];
 
@@ -163,7 +172,12 @@ const en = {
   chat: {
     guest: 'You are reading as a guest.',
     toWrite: 'to write.',
+    toOpen: 'to open this conversation.',
   },
+  inbox: defaultInboxTexts,
+  chatRoom: defaultChatRoomTexts,
+  roomList: defaultRoomListTexts,
+  bell: defaultBellTexts,
   types: {
     system: 'System',
     message: 'Message',
@@ -392,6 +406,18 @@ const en = {
 
 export type Texts = typeof en;
 
+/** The notification types in German: the app's own lists and the inbox's. */
+const DE_TYPES = {
+  system: 'System',
+  message: 'Nachricht',
+  friend_request: 'Freundschaftsanfrage',
+  mention: 'Erwähnung',
+  announcement: 'Ankündigung',
+  warning: 'Warnung',
+  success: 'Erfolg',
+  info: 'Info',
+};
+
 const de: Texts = {
   common: {
     loading: 'Wird geladen…',
@@ -526,17 +552,103 @@ const de: Texts = {
   chat: {
     guest: 'Du liest als Gast mit.',
     toWrite: 'um zu schreiben.',
+    toOpen: 'um diese Unterhaltung zu öffnen.',
   },
-  types: {
-    system: 'System',
-    message: 'Nachricht',
-    friend_request: 'Freundschaftsanfrage',
-    mention: 'Erwähnung',
-    announcement: 'Ankündigung',
-    warning: 'Warnung',
-    success: 'Erfolg',
-    info: 'Info',
+  inbox: {
+    title: 'Benachrichtigungen',
+    unread: (n) => `${n} ungelesene ${n === 1 ? 'Benachrichtigung' : 'Benachrichtigungen'}`,
+    status: {
+      connecting: 'Verbindung wird aufgebaut',
+      reconnecting: 'Verbindung wird wiederhergestellt',
+      offline: 'ohne Netz',
+      closed: 'getrennt',
+    },
+    show: 'Anzeigen',
+    filters: { all: 'Alle', unread: 'Ungelesen', read: 'Gelesen' },
+    filterByType: 'Nach Art filtern',
+    allTypes: 'Alle Arten',
+    types: DE_TYPES,
+    priorities: { high: 'hoch', urgent: 'dringend' },
+    search: 'Suchen',
+    go: 'Los',
+    markAllRead: 'Alle als gelesen markieren',
+    deleteAll: 'Alle löschen',
+    confirmDeleteAll: 'Ja, alle löschen',
+    cancel: 'Abbrechen',
+    loading: 'Wird geladen…',
+    noMatch: 'Keine passenden Benachrichtigungen.',
+    empty: 'Noch keine Benachrichtigungen.',
+    list: 'Liste der Benachrichtigungen',
+    unreadPrefix: 'Ungelesen: ',
+    markRead: 'Als gelesen markieren',
+    markUnread: 'Als ungelesen markieren',
+    markReadLabel: (title) => `Als gelesen markieren: ${title}`,
+    markUnreadLabel: (title) => `Als ungelesen markieren: ${title}`,
+    delete: 'Löschen',
+    deleteLabel: (title) => `Löschen: ${title}`,
+    pages: 'Seiten',
+    previous: 'Zurück',
+    next: 'Weiter',
+    page: (page, pages, total) => `Seite ${page} von ${pages} (${total})`,
+    failed: 'Etwas ist schiefgelaufen',
   },
+  chatRoom: {
+    title: 'Chat',
+    messages: 'Nachrichten',
+    presence: (members, guests) =>
+      `${members} ${members === 1 ? 'Mitglied' : 'Mitglieder'} und ${guests} ${guests === 1 ? 'Gast' : 'Gäste'} online`,
+    roomPresence: (online) => `${online} ${online === 1 ? 'Mitglied' : 'Mitglieder'} online`,
+    status: {
+      connecting: 'Verbindung wird aufgebaut',
+      reconnecting: 'Verbindung wird wiederhergestellt',
+      closed: 'getrennt',
+      banned: 'du bist im Chat gesperrt',
+      refused: 'abgelehnt',
+    },
+    loadOlder: 'Ältere Nachrichten laden',
+    loadingOlder: 'Wird geladen…',
+    loadingMessages: 'Nachrichten werden geladen…',
+    emptyInvite: 'Noch keine Nachrichten. Sag hallo!',
+    empty: 'Noch keine Nachrichten.',
+    typing: (name) => `${name} schreibt…`,
+    typingMany: (n) => `${n} Personen schreiben…`,
+    throttled: 'Langsamer: Du sendest zu schnell.',
+    placeholder: 'Nachricht schreiben',
+    guest: 'Du liest als Gast mit: Melde dich an, um zu schreiben.',
+    join: (room) => `${room} beitreten`,
+    direct: (name) => `Direktnachricht an ${name} beginnen`,
+    edited: '(bearbeitet)',
+    editLabel: 'Nachricht bearbeiten',
+    save: 'Speichern',
+    cancel: 'Abbrechen',
+    edit: 'Bearbeiten',
+    delete: 'Löschen',
+    purge: 'Alle Nachrichten der Person löschen',
+    purgeConfirm: (name) => `Alle Nachrichten von ${name} löschen`,
+    seen: 'Gesehen',
+    failed: 'Etwas ist schiefgelaufen',
+  },
+  roomList: {
+    title: 'Räume',
+    empty: 'Noch keine Räume.',
+    loading: 'Räume werden geladen…',
+    unread: (room, n) => `${room}, ${n} ungelesen`,
+    newRoom: 'Neuer Raum',
+    publicRooms: 'Öffentliche Räume',
+    roomName: 'Name des Raums',
+    visibility: 'Sichtbarkeit',
+    kinds: { public: 'Öffentlich', private: 'Privat' },
+    create: 'Raum erstellen',
+    loadingPublic: 'Wird geladen…',
+    noPublic: 'Keine öffentlichen Räume zum Beitreten.',
+    members: (n) => `${n} ${n === 1 ? 'Mitglied' : 'Mitglieder'}`,
+    join: 'Beitreten',
+    joinLabel: (room) => `${room} beitreten`,
+    failed: 'Etwas ist schiefgelaufen',
+  },
+  // The tooltip only: the bell's accessible name stays `Notifications, N unread` (CONTRACT §10).
+  bell: { panel: 'Benachrichtigungen', tooltip: (n) => `Benachrichtigungen, ${n} ungelesen` },
+  types: DE_TYPES,
   language: 'Sprache',
   languageHint: 'Die Sprache der App und deiner E-Mails.',
   localeNames: { en: 'English', de: 'Deutsch' },

@@ -27,6 +27,9 @@ const de = leaves(texts('de'));
 const SAME_IN_BOTH = new Set([
   'common.optional',
   'titles.chat',
+  'chatRoom.title',
+  'inbox.types.system',
+  'inbox.types.info',
   'titles.webhooks',
   'nav.chat',
   'nav.webhooks',
@@ -102,6 +105,23 @@ describe('web app dictionary', () => {
     for (const l of de) {
       if (fixed.has(l.value)) expect(SAME_IN_BOTH.has(l.path), `${l.path} = "${l.value}"`).toBe(true);
     }
+  });
+
+  it('gives the drop-in components their texts: the SDK’s English, a complete German, no contract name', async () => {
+    const sdk = await import('@herald/client/react');
+    const en = texts('en');
+    expect(en.inbox).toBe(sdk.defaultInboxTexts);
+    expect(en.chatRoom).toBe(sdk.defaultChatRoomTexts);
+    expect(en.roomList).toBe(sdk.defaultRoomListTexts);
+    expect(en.bell).toBe(sdk.defaultBellTexts);
+    const de = texts('de');
+    for (const part of ['inbox', 'chatRoom', 'roomList', 'bell'] as const)
+      expect(Object.keys(de[part]).sort(), part).toEqual(Object.keys(en[part]).sort());
+    expect(de.inbox.types).toEqual(de.types);
+    // CONTRACT §10's names are no texts of the components: nothing here can rename the bell, `Message` or `Send`.
+    const values = leaves({ inbox: de.inbox, chatRoom: de.chatRoom, roomList: de.roomList, bell: de.bell });
+    for (const name of ['Message', 'Send']) expect(values.map((l) => l.value)).not.toContain(name);
+    expect(de.bell.tooltip(2)).toBe('Benachrichtigungen, 2 ungelesen');
   });
 
   it('keeps the English origin message equal to the SDK’s (one wording in the docs)', async () => {

@@ -2,7 +2,8 @@
 // typing indicators and presence; admins may delete any message and purge a user's messages. Guests read along.
 // `general` runs on the chat client (§6); any other room on the SDK's live room state (§6.1: per-room history and
 // exact resume), with read receipts in direct rooms. Both mark what the reader has seen as read.
-// Accessible names of CONTRACT §10: the input is labelled `Message`, the button is `Send`.
+// Accessible names of CONTRACT §10: the input is labelled `Message`, the button is `Send` — in every language, so
+// they are not among the `texts` (the button shows its name, which must stay in it: WCAG 2.5.3).
 import { type FormEvent, type ReactNode, useEffect, useId, useLayoutEffect, useRef, useState } from 'react';
 import type { ChatState } from '../chat.js';
 import type { ChatMessage, ChatRoomDetailResponse, RoomMessage } from '../contract.js';
@@ -15,10 +16,96 @@ const TYPING_IDLE_MS = 3_000;
 /** The room every socket is in (CONTRACT §6.1). */
 export const GENERAL_ROOM = 'general';
 
+/**
+ * Every text the room shows or names a control with, but the input's `Message` and the button's `Send` (fixed by
+ * CONTRACT §10 in every language). Functions get the values the text carries.
+ */
+export interface ChatRoomTexts {
+  /** `general`'s heading (and any room's until its name is known); the region's name when there is no heading. */
+  title: string;
+  /** The message log's name. */
+  messages: string;
+  /** `general`'s presence line. */
+  presence: (members: number, guests: number) => string;
+  /** Another room's presence line. */
+  roomPresence: (online: number) => string;
+  /** Shown after the presence while the socket is not open (nothing before it was started). */
+  status: Record<'connecting' | 'reconnecting' | 'closed' | 'banned' | 'refused', string>;
+  loadOlder: string;
+  loadingOlder: string;
+  loadingMessages: string;
+  /** The empty room, to a reader who may write (`empty` to one who may not), unless the app gives `emptyState`. */
+  emptyInvite: string;
+  empty: string;
+  typing: (name: string) => string;
+  typingMany: (count: number) => string;
+  throttled: string;
+  placeholder: string;
+  /** To a guest, unless the app gives a `guestNotice`. */
+  guest: string;
+  /** A public room I am not in. */
+  join: (room: string) => string;
+  /** A member's name as a button that opens a direct conversation. */
+  direct: (name: string) => string;
+  edited: string;
+  /** The field while editing a message. */
+  editLabel: string;
+  save: string;
+  cancel: string;
+  edit: string;
+  delete: string;
+  purge: string;
+  purgeConfirm: (name: string) => string;
+  /** Under my newest message the other member of a direct room has read. */
+  seen: string;
+  /**
+   * Shown for a failure whose error carries no message of its own (the SDK's errors always carry the service's,
+   * which is shown as it came).
+   */
+  failed: string;
+}
+
+/** The chat room's English texts, the default. */
+export const defaultChatRoomTexts: ChatRoomTexts = {
+  title: 'Chat',
+  messages: 'Messages',
+  presence: (members, guests) => `${plural(members, 'member')} and ${plural(guests, 'guest')} online`,
+  roomPresence: (online) => `${plural(online, 'member')} online`,
+  status: {
+    connecting: 'connecting',
+    reconnecting: 'reconnecting',
+    closed: 'closed',
+    banned: 'you are banned from the chat',
+    refused: 'refused',
+  },
+  loadOlder: 'Load older messages',
+  loadingOlder: 'Loading…',
+  loadingMessages: 'Loading messages…',
+  emptyInvite: 'No messages yet. Say hello!',
+  empty: 'No messages yet.',
+  typing: (name) => `${name} is typing…`,
+  typingMany: (n) => `${n} people are typing…`,
+  throttled: 'Slow down: you are sending too fast.',
+  placeholder: 'Write a message',
+  guest: 'You are reading as a guest: sign in to write.',
+  join: (room) => `Join ${room}`,
+  direct: (name) => `Start a direct message with ${name}`,
+  edited: '(edited)',
+  editLabel: 'Edit message',
+  save: 'Save',
+  cancel: 'Cancel',
+  edit: 'Edit',
+  delete: 'Delete',
+  purge: 'Purge user',
+  purgeConfirm: (name) => `Delete all by ${name}`,
+  seen: 'Seen',
+  failed: 'Something went wrong',
+};
+
 export interface ChatRoomProps {
   /** The room (default `general`): `general`, or the id of a room or direct conversation (`chat.rooms`). */
   roomId?: string;
-  /** The room's heading (default 'Chat' for `general`, the room's name otherwise); null renders none. */
+  /** The room's heading (default `texts.title`, 'Chat', for `general`, the room's name otherwise); null renders none. */
   title?: string | null;
   /** Level of the heading (default 2). */
   headingLevel?: 1 | 2 | 3 | 4;
@@ -33,6 +120,10 @@ export interface ChatRoomProps {
    * starts (or reopens) a direct conversation with them and passes its room id here.
    */
   onOpenRoom?: (roomId: string) => void;
+  /** Texts to use instead of the English defaults (`defaultChatRoomTexts`), e.g. a translation. */
+  texts?: Partial<ChatRoomTexts>;
+  /** The language times are shown in (a BCP 47 tag such as `de`; default: the browser's). */
+  locale?: string;
   className?: string;
 }
 
@@ -45,6 +136,8 @@ function MessageItem({
   onPurge,
   onDirect,
   seen,
+  t,
+  locale,
 }: {
   message: ChatMessage;
   own: boolean;
@@ -55,6 +148,8 @@ function MessageItem({
   onDirect?: () => void;
   /** The other member of a direct room has read up to this message (the newest of mine they read). */
   seen: boolean;
+  t: ChatRoomTexts;
+  locale?: string;
 }) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState(message.message);
@@ -75,7 +170,7 @@ function MessageItem({
           <button
             type="button"
             className="herald-button herald-small herald-link"
-            aria-label={`Start a direct message with ${message.userName}`}
+            aria-label={t.direct(message.userName)}
             onClick={onDirect}
           >
             <strong>{message.userName}</strong>
@@ -83,13 +178,13 @@ function MessageItem({
         ) : (
           <strong>{message.userName}</strong>
         )}
-        <time dateTime={message.createdAt}>{formatTime(message.createdAt)}</time>
-        {message.editedAt ? <span className="herald-muted">(edited)</span> : null}
+        <time dateTime={message.createdAt}>{formatTime(message.createdAt, locale)}</time>
+        {message.editedAt ? <span className="herald-muted">{t.edited}</span> : null}
       </div>
       {editing ? (
         <form className="herald-message-edit" onSubmit={save}>
           <label className="herald-sr-only" htmlFor={editId}>
-            Edit message
+            {t.editLabel}
           </label>
           <input
             id={editId}
@@ -103,14 +198,14 @@ function MessageItem({
             autoFocus
           />
           <button type="submit" className="herald-button herald-small">
-            Save
+            {t.save}
           </button>
           <button
             type="button"
             className="herald-button herald-small herald-secondary"
             onClick={() => setEditing(false)}
           >
-            Cancel
+            {t.cancel}
           </button>
         </form>
       ) : (
@@ -127,7 +222,7 @@ function MessageItem({
                 setEditing(true);
               }}
             >
-              Edit
+              {t.edit}
             </button>
           ) : null}
           <button
@@ -135,20 +230,20 @@ function MessageItem({
             className="herald-button herald-small herald-link herald-danger"
             onClick={onDelete}
           >
-            Delete
+            {t.delete}
           </button>
           {isAdmin && !own ? (
             confirmPurge ? (
               <>
                 <button type="button" className="herald-button herald-small herald-danger" onClick={onPurge}>
-                  Delete all by {message.userName}
+                  {t.purgeConfirm(message.userName)}
                 </button>
                 <button
                   type="button"
                   className="herald-button herald-small herald-link"
                   onClick={() => setConfirmPurge(false)}
                 >
-                  Cancel
+                  {t.cancel}
                 </button>
               </>
             ) : (
@@ -157,13 +252,13 @@ function MessageItem({
                 className="herald-button herald-small herald-link herald-danger"
                 onClick={() => setConfirmPurge(true)}
               >
-                Purge user
+                {t.purge}
               </button>
             )
           ) : null}
         </div>
       ) : null}
-      {seen ? <p className="herald-seen">Seen</p> : null}
+      {seen ? <p className="herald-seen">{t.seen}</p> : null}
     </li>
   );
 }
@@ -208,15 +303,20 @@ interface RoomSource {
  */
 export function ChatRoom(props: ChatRoomProps) {
   const roomId = props.roomId ?? GENERAL_ROOM;
+  const t = { ...defaultChatRoomTexts, ...props.texts };
   // Keyed: another room is another view (scroll position, drafts and read marks do not carry over).
   return roomId === GENERAL_ROOM ? (
-    <GeneralRoom {...props} roomId={roomId} />
+    <GeneralRoom {...props} roomId={roomId} t={t} />
   ) : (
-    <LiveRoomView key={roomId} {...props} roomId={roomId} />
+    <LiveRoomView key={roomId} {...props} roomId={roomId} t={t} />
   );
 }
 
-function GeneralRoom(props: ChatRoomProps & { roomId: string }) {
+/** The room, its texts merged with the defaults. */
+type ViewProps = ChatRoomProps & { roomId: string; t: ChatRoomTexts };
+
+function GeneralRoom(props: ViewProps) {
+  const { t } = props;
   const c = useChat();
   const { chat } = c;
   const presence = c.presence;
@@ -231,20 +331,18 @@ function GeneralRoom(props: ChatRoomProps & { roomId: string }) {
     // Messages carry `seq` only once the socket speaks the rooms dialect (§6.1, e.g. a room list is shown): then
     // general's read position matters for its unread badge; a §6-only page keeps sending what it always sent.
     markRead: (seq) => chat.sendFrame({ type: 'mark_read', roomId: GENERAL_ROOM, seq }),
-    presence: presence
-      ? `${plural(presence.members + presence.admins, 'member')} and ${plural(presence.guests, 'guest')} online`
-      : '',
+    presence: presence ? t.presence(presence.members + presence.admins, presence.guests) : '',
     typing: c.typing,
     loading: false,
     member: true,
-    title: 'Chat',
+    title: t.title,
     error: null,
   };
   return <RoomView {...props} c={c} s={source} />;
 }
 
-function LiveRoomView(props: ChatRoomProps & { roomId: string }) {
-  const { roomId } = props;
+function LiveRoomView(props: ViewProps) {
+  const { roomId, t } = props;
   const client = useHeraldClient();
   const c = useChat();
   const r = useRoom(roomId);
@@ -261,7 +359,7 @@ function LiveRoomView(props: ChatRoomProps & { roomId: string }) {
     let live = true;
     client.chat.rooms.get(roomId).then(
       (d) => live && setDetail(d),
-      (err) => live && setLoadError(errorMessage(err, 'Could not open the room')),
+      (err) => live && setLoadError(errorMessage(err, t.failed)),
     );
     return () => {
       live = false;
@@ -278,7 +376,7 @@ function LiveRoomView(props: ChatRoomProps & { roomId: string }) {
       void client.chat.rooms.roomList().refresh();
       setVersion((v) => v + 1);
     } catch (err) {
-      setLoadError(errorMessage(err, 'Could not join'));
+      setLoadError(errorMessage(err, t.failed));
     }
   };
   const source: RoomSource = {
@@ -290,18 +388,18 @@ function LiveRoomView(props: ChatRoomProps & { roomId: string }) {
     remove: room.remove,
     setTyping: room.setTyping,
     markRead: member ? room.markRead : undefined,
-    presence: r.presence ? `${plural(r.presence.online, 'member')} online` : '',
+    presence: r.presence ? t.roomPresence(r.presence.online) : '',
     typing: r.typing,
     loading: r.status === 'loading' || r.status === 'idle',
     member,
-    title: info?.name ?? 'Chat',
+    title: info?.name ?? t.title,
     error: r.error?.message ?? loadError,
     seenSeq: other ? Math.max(other.lastReadSeq, r.reads[other.userId] ?? 0) : undefined,
     direct: info?.kind === 'direct',
     notice:
       info && !member && info.kind === 'public' ? (
         <button type="button" className="herald-button" onClick={() => void join()}>
-          Join {info.name}
+          {t.join(info.name)}
         </button>
       ) : undefined,
   };
@@ -316,10 +414,12 @@ function RoomView({
   emptyState,
   onSessionEnded,
   onOpenRoom,
+  locale,
   className,
+  t,
   c,
   s,
-}: ChatRoomProps & { roomId: string; c: ChatState; s: RoomSource }) {
+}: ViewProps & { c: ChatState; s: RoomSource }) {
   const client = useHeraldClient();
   const { messages, hasMore, typing } = s;
   const { role, userId, status, throttledUntil, error: chatError } = c;
@@ -381,7 +481,7 @@ function RoomView({
       await s.loadOlder();
     } catch (err) {
       restoreFrom.current = null;
-      setError(errorMessage(err, 'Could not load older messages'));
+      setError(errorMessage(err, t.failed));
     } finally {
       setLoadingOlder(false);
     }
@@ -431,26 +531,26 @@ function RoomView({
       await s.send(message);
     } catch (err) {
       setText((current) => current || message);
-      setError(errorMessage(err, 'Could not send'));
+      setError(errorMessage(err, t.failed));
     }
   };
 
-  const act = async (work: () => Promise<unknown>, failed: string) => {
+  const act = async (work: () => Promise<unknown>) => {
     setError(null);
     try {
       await work();
     } catch (err) {
-      setError(errorMessage(err, failed));
+      setError(errorMessage(err, t.failed));
     }
   };
-  const purge = (target: string) => act(() => client.admin.purgeMessages(target), 'Could not purge');
+  const purge = (target: string) => act(() => client.admin.purgeMessages(target));
   const openDirect = (target: string) =>
     act(async () => {
       const room = await client.chat.rooms.direct(target);
       // The room list (if one is shown) learns of the conversation now rather than at its next reload.
       void client.chat.rooms.roomList().refresh();
       onOpenRoom?.(room.id);
-    }, 'Could not start the conversation');
+    });
 
   // The newest of my messages the other member of a direct room has read.
   let seenId: string | undefined;
@@ -466,14 +566,14 @@ function RoomView({
   return (
     <section
       className={cx('herald', 'herald-chat', className)}
-      aria-label={heading ? undefined : 'Chat'}
+      aria-label={heading ? undefined : t.title}
       data-room-id={roomId}
     >
       <div className="herald-chat-head">
         {heading ? <Heading className="herald-title">{heading}</Heading> : null}
         <p className="herald-muted" aria-live="polite">
           {s.presence}
-          {status !== 'open' ? ` · ${status === 'banned' ? 'you are banned from the chat' : status}` : ''}
+          {status !== 'open' && status !== 'idle' ? ` · ${t.status[status]}` : ''}
         </p>
       </div>
       <ol
@@ -481,7 +581,7 @@ function RoomView({
         ref={listRef}
         onScroll={onScroll}
         role="log"
-        aria-label="Messages"
+        aria-label={t.messages}
         aria-live="polite"
         // Scrollable: reachable with the keyboard to scroll back.
         // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be focusable to scroll by keys
@@ -495,15 +595,13 @@ function RoomView({
               disabled={loadingOlder}
               onClick={() => void loadOlder()}
             >
-              {loadingOlder ? 'Loading…' : 'Load older messages'}
+              {loadingOlder ? t.loadingOlder : t.loadOlder}
             </button>
           </li>
         ) : null}
         {messages.length === 0 ? (
           <li className="herald-empty" data-testid="chat-empty">
-            {connecting
-              ? 'Loading messages…'
-              : (emptyState ?? (canSend ? 'No messages yet. Say hello!' : 'No messages yet.'))}
+            {connecting ? t.loadingMessages : (emptyState ?? (canSend ? t.emptyInvite : t.empty))}
           </li>
         ) : null}
         {messages.map((m) => (
@@ -521,14 +619,16 @@ function RoomView({
                 : undefined
             }
             seen={m.id === seenId}
+            t={t}
+            locale={locale}
           />
         ))}
       </ol>
       <p className="herald-typing herald-muted" aria-live="polite">
         {others.length === 1
-          ? `${others[0]?.userName} is typing…`
+          ? t.typing(others[0]?.userName ?? '')
           : others.length > 1
-            ? `${others.length} people are typing…`
+            ? t.typingMany(others.length)
             : '\u00a0'}
       </p>
       {shownError ? (
@@ -542,7 +642,7 @@ function RoomView({
       ) : null}
       {throttled ? (
         <p role="status" className="herald-error">
-          Slow down: you are sending too fast.
+          {t.throttled}
         </p>
       ) : null}
       {canSend ? (
@@ -555,7 +655,7 @@ function RoomView({
             value={text}
             maxLength={MAX_LENGTH}
             autoComplete="off"
-            placeholder="Write a message"
+            placeholder={t.placeholder}
             onChange={(e) => onInput(e.target.value)}
           />
           <button type="submit" className="herald-button" disabled={text.trim() === ''}>
@@ -563,7 +663,7 @@ function RoomView({
           </button>
         </form>
       ) : role === 'guest' ? (
-        <p className="herald-muted">{guestNotice ?? 'You are reading as a guest: sign in to write.'}</p>
+        <p className="herald-muted">{guestNotice ?? t.guest}</p>
       ) : (
         (s.notice ?? null)
       )}

@@ -1,10 +1,27 @@
 // The bell: a button whose accessible name starts with `Notifications` and carries the unread count (CONTRACT §10),
 // with a badge, opening a panel (by default a compact inbox). The panel is a non-modal dialog: Escape or a click
-// outside closes it and gives the focus back to the bell.
+// outside closes it and gives the focus back to the bell. `texts` translates what is seen (the tooltip) and the
+// panel's name; the button's accessible name stays the contract's, in every language.
 import { type ReactNode, useEffect, useId, useRef, useState } from 'react';
 import { useUnreadCount } from '../hooks.js';
 import { cx } from './format.js';
-import { NotificationInbox } from './NotificationInbox.js';
+import { type InboxTexts, NotificationInbox } from './NotificationInbox.js';
+
+/**
+ * The bell's own texts. Not among them, on purpose: the button's accessible name (`Notifications, N unread`,
+ * CONTRACT §10), which screen readers, tests and automation find the bell by in every language.
+ */
+export interface BellTexts {
+  /** The panel's (dialog's) name. */
+  panel: string;
+  /** The tooltip shown on hover (default: the accessible name). */
+  tooltip: (unread: number) => string;
+}
+
+const defaultLabel = (unread: number) => `Notifications, ${unread} unread`;
+
+/** The bell's English texts, the default. */
+export const defaultBellTexts: BellTexts = { panel: 'Notifications', tooltip: defaultLabel };
 
 export interface NotificationBellProps {
   /**
@@ -14,12 +31,19 @@ export interface NotificationBellProps {
   panel?: ReactNode | ((close: () => void) => ReactNode);
   /** Called instead of opening the panel (e.g. to navigate to an inbox page). */
   onOpen?: () => void;
-  /** The button's accessible name for an unread count (default `Notifications, N unread`). */
+  /**
+   * The button's accessible name for an unread count (default `Notifications, N unread`, the contract's: keep it
+   * unless the app's own contract names the bell otherwise; translate the tooltip with `texts` instead).
+   */
   label?: (unread: number) => string;
+  /** Texts to use instead of the English defaults (`defaultBellTexts`), e.g. a translation. */
+  texts?: Partial<BellTexts>;
+  /** Texts of the default panel's inbox. */
+  inboxTexts?: Partial<InboxTexts>;
+  /** The language the default panel shows dates in (a BCP 47 tag; default: the browser's). */
+  locale?: string;
   className?: string;
 }
-
-const defaultLabel = (unread: number) => `Notifications, ${unread} unread`;
 
 /**
  * A notification bell with a live unread badge; render it inside `<HeraldProvider>` while signed in.
@@ -32,13 +56,22 @@ const defaultLabel = (unread: number) => `Notifications, ${unread} unread`;
  *   <NotificationBell />
  * </HeraldProvider>
  */
-export function NotificationBell({ panel, onOpen, label = defaultLabel, className }: NotificationBellProps) {
+export function NotificationBell({
+  panel,
+  onOpen,
+  label = defaultLabel,
+  texts,
+  inboxTexts,
+  locale,
+  className,
+}: NotificationBellProps) {
   const unread = useUnreadCount() ?? 0;
   const [open, setOpen] = useState(false);
   const root = useRef<HTMLDivElement>(null);
   const button = useRef<HTMLButtonElement>(null);
   const panelId = useId();
   const name = label(unread);
+  const tooltip = texts?.tooltip ? texts.tooltip(unread) : name;
 
   const close = (refocus = true) => {
     setOpen(false);
@@ -68,7 +101,15 @@ export function NotificationBell({ panel, onOpen, label = defaultLabel, classNam
   const content =
     typeof panel === 'function'
       ? panel(() => close())
-      : (panel ?? <NotificationInbox pageSize={10} showFilters={false} headingLevel={2} />);
+      : (panel ?? (
+          <NotificationInbox
+            pageSize={10}
+            showFilters={false}
+            headingLevel={2}
+            texts={inboxTexts}
+            locale={locale}
+          />
+        ));
 
   return (
     <div className={cx('herald', 'herald-bell-root', className)} ref={root}>
@@ -77,7 +118,7 @@ export function NotificationBell({ panel, onOpen, label = defaultLabel, classNam
         type="button"
         className="herald-bell"
         aria-label={name}
-        title={name}
+        title={tooltip}
         aria-expanded={onOpen ? undefined : open}
         aria-controls={onOpen || !open ? undefined : panelId}
         onClick={() => (onOpen ? onOpen() : setOpen((o) => !o))}
@@ -95,7 +136,12 @@ export function NotificationBell({ panel, onOpen, label = defaultLabel, classNam
         ) : null}
       </button>
       {open && !onOpen ? (
-        <div id={panelId} className="herald-panel" role="dialog" aria-label="Notifications">
+        <div
+          id={panelId}
+          className="herald-panel"
+          role="dialog"
+          aria-label={texts?.panel ?? defaultBellTexts.panel}
+        >
           {content}
         </div>
       ) : null}

@@ -21,14 +21,100 @@ import {
   type NotificationType,
 } from '../contract.js';
 import { useNotifications } from '../hooks.js';
-import { cx, errorMessage, formatTime, plural, typeLabel } from './format.js';
+import { cx, errorMessage, formatTime, plural } from './format.js';
+
+/**
+ * Every text the inbox shows or names a control with (none of them is fixed by CONTRACT §10). Functions get the
+ * values the text carries. Pass a partial override as `texts`; start a translation from `defaultInboxTexts`.
+ */
+export interface InboxTexts {
+  /** The default heading, and the region's name when there is none. */
+  title: string;
+  unread: (count: number) => string;
+  /** Shown after the unread count while the live feed is not open. */
+  status: Record<'connecting' | 'reconnecting' | 'offline' | 'closed', string>;
+  /** The group of filter buttons. */
+  show: string;
+  filters: Record<InboxFilter, string>;
+  filterByType: string;
+  allTypes: string;
+  types: Record<NotificationType, string>;
+  priorities: Record<'high' | 'urgent', string>;
+  search: string;
+  go: string;
+  markAllRead: string;
+  deleteAll: string;
+  confirmDeleteAll: string;
+  cancel: string;
+  loading: string;
+  noMatch: string;
+  empty: string;
+  /** The list's name. */
+  list: string;
+  /** Read by screen readers before an unread notification's title. */
+  unreadPrefix: string;
+  markRead: string;
+  markUnread: string;
+  markReadLabel: (title: string) => string;
+  markUnreadLabel: (title: string) => string;
+  delete: string;
+  deleteLabel: (title: string) => string;
+  /** The pagination's name. */
+  pages: string;
+  previous: string;
+  next: string;
+  page: (page: number, pages: number, total: number) => string;
+  /**
+   * Shown for a failure whose error carries no message of its own (the SDK's errors always carry the service's,
+   * which is shown as it came).
+   */
+  failed: string;
+}
+
+/** The inbox's English texts, the default. */
+export const defaultInboxTexts: InboxTexts = {
+  title: 'Notifications',
+  unread: (n) => plural(n, 'unread notification'),
+  status: { connecting: 'connecting', reconnecting: 'reconnecting', offline: 'offline', closed: 'closed' },
+  show: 'Show',
+  filters: { all: 'All', unread: 'Unread', read: 'Read' },
+  filterByType: 'Filter by type',
+  allTypes: 'All types',
+  // 'friend_request' → 'Friend request': derived rather than listed, a few bytes less for every app (the bundle budget).
+  types: /* @__PURE__ */ Object.fromEntries(
+    NOTIFICATION_TYPES.map((type) => [type, type.replace('_', ' ').replace(/^./, (c) => c.toUpperCase())]),
+  ) as Record<NotificationType, string>,
+  priorities: { high: 'high', urgent: 'urgent' },
+  search: 'Search',
+  go: 'Go',
+  markAllRead: 'Mark all read',
+  deleteAll: 'Delete all',
+  confirmDeleteAll: 'Yes, delete all',
+  cancel: 'Cancel',
+  loading: 'Loading…',
+  noMatch: 'No notifications match.',
+  empty: 'No notifications yet.',
+  list: 'Notifications list',
+  unreadPrefix: 'Unread: ',
+  markRead: 'Mark read',
+  markUnread: 'Mark unread',
+  markReadLabel: (title) => `Mark read: ${title}`,
+  markUnreadLabel: (title) => `Mark unread: ${title}`,
+  delete: 'Delete',
+  deleteLabel: (title) => `Delete: ${title}`,
+  pages: 'Pages',
+  previous: 'Previous',
+  next: 'Next',
+  page: (page, pages, total) => `Page ${page} of ${pages} (${total})`,
+  failed: 'Something went wrong',
+};
 
 export type InboxFilter = 'all' | 'unread' | 'read';
 
 export interface NotificationInboxProps {
   /** Notifications per page (1–100, default 20). */
   pageSize?: number;
-  /** The inbox's heading (default 'Notifications'); null renders none (the page has its own). */
+  /** The inbox's heading (default `texts.title`, 'Notifications'); null renders none (the page has its own). */
   title?: string | null;
   /** Level of the inbox's heading (default 2); each notification's title is one level below. */
   headingLevel?: 1 | 2 | 3 | 4 | 5;
@@ -40,6 +126,10 @@ export interface NotificationInboxProps {
     notification: Notification,
     event: MouseEvent<HTMLAnchorElement>,
   ) => void;
+  /** Texts to use instead of the English defaults (`defaultInboxTexts`), e.g. a translation. */
+  texts?: Partial<InboxTexts>;
+  /** The language dates and times are shown in (a BCP 47 tag such as `de`; default: the browser's). */
+  locale?: string;
   className?: string;
 }
 
@@ -57,8 +147,9 @@ const metadataOf = (n: Notification) => n.metadata as NotificationMetadata;
 
 /**
  * A complete notification inbox over the live feed; render it inside `<HeraldProvider>` while signed in.
- * Accessible names: filter buttons `All`, `Unread`, `Read`; `Filter by type`; `Search`; per item
- * `Mark read: <title>` / `Mark unread: <title>` and `Delete: <title>`; `Mark all read`; `Delete all`.
+ * Accessible names (English defaults; `texts` translates them): filter buttons `All`, `Unread`, `Read`;
+ * `Filter by type`; `Search`; per item `Mark read: <title>` / `Mark unread: <title>` and `Delete: <title>`;
+ * `Mark all read`; `Delete all`.
  *
  * @example
  * import { HeraldProvider, NotificationInbox } from '@herald/client/react';
@@ -70,12 +161,17 @@ const metadataOf = (n: Notification) => n.metadata as NotificationMetadata;
  */
 export function NotificationInbox({
   pageSize = 20,
-  title = 'Notifications',
+  title: titleProp,
   headingLevel = 2,
   showFilters = true,
   onActionClick,
+  texts,
+  locale,
   className,
 }: NotificationInboxProps) {
+  const t = { ...defaultInboxTexts, ...texts };
+  const title = titleProp === undefined ? t.title : titleProp;
+  const failed = t.failed;
   const { api, feed, unreadCount, status } = useNotifications();
   const [filter, setFilter] = useState<InboxFilter>('all');
   const [type, setType] = useState<NotificationType | ''>('');
@@ -106,9 +202,9 @@ export function NotificationInbox({
         setPage(result.pagination.totalPages);
       }
     } catch (err) {
-      if (id === request.current) setError(errorMessage(err, 'Could not load notifications'));
+      if (id === request.current) setError(errorMessage(err, failed));
     }
-  }, [api, page, pageSize, filter, type, search]);
+  }, [api, page, pageSize, filter, type, search, failed]);
 
   useEffect(() => {
     void load();
@@ -140,7 +236,7 @@ export function NotificationInbox({
     try {
       await work();
     } catch (err) {
-      setError(errorMessage(err));
+      setError(errorMessage(err, t.failed));
     }
     await load();
   };
@@ -159,21 +255,21 @@ export function NotificationInbox({
     <section
       className={cx('herald', 'herald-inbox', className)}
       aria-labelledby={title ? `${ids}-title` : undefined}
-      aria-label={title ? undefined : 'Notifications'}
+      aria-label={title ? undefined : t.title}
     >
       {title ? (
         <div className="herald-inbox-head">
           {createElement(`h${headingLevel}`, { id: `${ids}-title`, className: 'herald-title' }, title)}
           <p className="herald-muted" aria-live="polite">
-            {unreadCount === null ? '' : plural(unreadCount, 'unread notification')}
-            {status !== 'open' && status !== 'idle' ? ` · ${status}` : ''}
+            {unreadCount === null ? '' : t.unread(unreadCount)}
+            {status !== 'open' && status !== 'idle' ? ` · ${t.status[status]}` : ''}
           </p>
         </div>
       ) : null}
 
       {showFilters ? (
         <div className="herald-toolbar">
-          <fieldset className="herald-segmented" aria-label="Show">
+          <fieldset className="herald-segmented" aria-label={t.show}>
             {(['all', 'unread', 'read'] as const).map((f) => (
               <button
                 key={f}
@@ -184,12 +280,12 @@ export function NotificationInbox({
                   setPage(1);
                 }}
               >
-                {f === 'all' ? 'All' : f === 'unread' ? 'Unread' : 'Read'}
+                {t.filters[f]}
               </button>
             ))}
           </fieldset>
           <label className="herald-field">
-            <span>Filter by type</span>
+            <span>{t.filterByType}</span>
             <select
               value={type}
               onChange={(e) => {
@@ -197,10 +293,10 @@ export function NotificationInbox({
                 setPage(1);
               }}
             >
-              <option value="">All types</option>
-              {NOTIFICATION_TYPES.map((t) => (
-                <option key={t} value={t}>
-                  {typeLabel(t)}
+              <option value="">{t.allTypes}</option>
+              {NOTIFICATION_TYPES.map((type) => (
+                <option key={type} value={type}>
+                  {t.types[type]}
                 </option>
               ))}
             </select>
@@ -208,7 +304,7 @@ export function NotificationInbox({
           {/* biome-ignore lint/a11y/useSemanticElements: <search> is too new for every browser the SDK supports */}
           <form className="herald-search" role="search" onSubmit={submitSearch}>
             <label className="herald-field">
-              <span>Search</span>
+              <span>{t.search}</span>
               <input
                 type="search"
                 value={searchInput}
@@ -217,7 +313,7 @@ export function NotificationInbox({
               />
             </label>
             <button type="submit" className="herald-button herald-secondary">
-              Go
+              {t.go}
             </button>
           </form>
         </div>
@@ -230,7 +326,7 @@ export function NotificationInbox({
           disabled={!unreadCount}
           onClick={() => void act(() => api.markAllRead())}
         >
-          Mark all read
+          {t.markAllRead}
         </button>
         {confirmClear ? (
           <>
@@ -242,14 +338,14 @@ export function NotificationInbox({
                 void act(() => api.removeAll());
               }}
             >
-              Yes, delete all
+              {t.confirmDeleteAll}
             </button>
             <button
               type="button"
               className="herald-button herald-secondary"
               onClick={() => setConfirmClear(false)}
             >
-              Cancel
+              {t.cancel}
             </button>
           </>
         ) : (
@@ -259,7 +355,7 @@ export function NotificationInbox({
             disabled={!pagination || pagination.totalCount === 0}
             onClick={() => setConfirmClear(true)}
           >
-            Delete all
+            {t.deleteAll}
           </button>
         )}
       </div>
@@ -271,17 +367,16 @@ export function NotificationInbox({
       ) : null}
 
       {data === null ? (
-        <p className="herald-muted">Loading…</p>
+        <p className="herald-muted">{t.loading}</p>
       ) : items.length === 0 ? (
-        <p className="herald-empty">
-          {search || type || filter !== 'all' ? 'No notifications match.' : 'No notifications yet.'}
-        </p>
+        <p className="herald-empty">{search || type || filter !== 'all' ? t.noMatch : t.empty}</p>
       ) : (
-        <ul className="herald-list" aria-label="Notifications list">
+        <ul className="herald-list" aria-label={t.list}>
           {items.map((n) => {
             const metadata = metadataOf(n);
             const actions = metadata?.actions ?? [];
-            const urgent = metadata?.priority === 'high' || metadata?.priority === 'urgent';
+            const priority = metadata?.priority;
+            const urgent = priority === 'high' || priority === 'urgent' ? priority : undefined;
             return (
               <li
                 key={n.id}
@@ -289,14 +384,16 @@ export function NotificationInbox({
                 data-testid="notification-item"
               >
                 <div className="herald-item-head">
-                  <span className={`herald-tag herald-tag-${n.type}`}>{typeLabel(n.type)}</span>
-                  {urgent ? <span className="herald-tag herald-tag-warning">{metadata.priority}</span> : null}
-                  <time dateTime={n.createdAt}>{formatTime(n.createdAt)}</time>
+                  <span className={`herald-tag herald-tag-${n.type}`}>{t.types[n.type] ?? n.type}</span>
+                  {urgent ? (
+                    <span className="herald-tag herald-tag-warning">{t.priorities[urgent]}</span>
+                  ) : null}
+                  <time dateTime={n.createdAt}>{formatTime(n.createdAt, locale)}</time>
                 </div>
                 {createElement(
                   itemHeading,
                   { className: 'herald-item-title' },
-                  n.read ? null : <span className="herald-sr-only">Unread: </span>,
+                  n.read ? null : <span className="herald-sr-only">{t.unreadPrefix}</span>,
                   n.title,
                 )}
                 <p className="herald-item-content">{n.content}</p>
@@ -325,17 +422,17 @@ export function NotificationInbox({
                     type="button"
                     className="herald-button herald-small herald-secondary"
                     onClick={() => void act(() => api.setRead(n.id, !n.read))}
-                    aria-label={`${n.read ? 'Mark unread' : 'Mark read'}: ${n.title}`}
+                    aria-label={n.read ? t.markUnreadLabel(n.title) : t.markReadLabel(n.title)}
                   >
-                    {n.read ? 'Mark unread' : 'Mark read'}
+                    {n.read ? t.markUnread : t.markRead}
                   </button>
                   <button
                     type="button"
                     className="herald-button herald-small herald-danger"
                     onClick={() => void act(() => api.remove(n.id))}
-                    aria-label={`Delete: ${n.title}`}
+                    aria-label={t.deleteLabel(n.title)}
                   >
-                    Delete
+                    {t.delete}
                   </button>
                 </div>
               </li>
@@ -345,25 +442,23 @@ export function NotificationInbox({
       )}
 
       {pagination && pagination.totalPages > 1 ? (
-        <nav className="herald-pagination" aria-label="Pages">
+        <nav className="herald-pagination" aria-label={t.pages}>
           <button
             type="button"
             className="herald-button herald-secondary"
             disabled={!pagination.hasPreviousPage}
             onClick={() => setPage((p) => p - 1)}
           >
-            Previous
+            {t.previous}
           </button>
-          <span>
-            Page {pagination.page} of {pagination.totalPages} ({pagination.totalCount})
-          </span>
+          <span>{t.page(pagination.page, pagination.totalPages, pagination.totalCount)}</span>
           <button
             type="button"
             className="herald-button herald-secondary"
             disabled={!pagination.hasNextPage}
             onClick={() => setPage((p) => p + 1)}
           >
-            Next
+            {t.next}
           </button>
         </nav>
       ) : null}

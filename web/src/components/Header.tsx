@@ -3,22 +3,29 @@ import { NotificationBell, NotificationInbox, useHeraldClient } from '@herald/cl
 import { useEffect, useState } from 'react';
 import { errorMessage } from '../format';
 import { FIXED } from '../i18n';
-import { useTexts } from '../locale';
+import { useLocale, useTexts } from '../locale';
 import { followAction } from '../pages/Notifications';
 import { Link, useLocation } from '../router';
 import { markSignedOut, useCurrentUser } from '../session';
 
-/** The SDK's bell; its panel shows the latest notifications and leads to the inbox page. */
+/**
+ * The SDK's bell; its panel shows the latest notifications and leads to the inbox page. Its tooltip and panel are
+ * in the app's language, its accessible name is the contract's (`Notifications, N unread`) in every language.
+ */
 export function Bell() {
   const t = useTexts();
+  const locale = useLocale();
   return (
     <NotificationBell
+      texts={t.bell}
       panel={(close) => (
         <>
           <NotificationInbox
             title={t.nav.inboxTitle}
             pageSize={5}
             showFilters={false}
+            texts={t.inbox}
+            locale={locale}
             onActionClick={(action, _notification, event) => {
               followAction(action, event);
               if (event.defaultPrevented) close();

@@ -1,9 +1,9 @@
-// The inbox page: the SDK's drop-in NotificationInbox (filters, pages, mark read, delete, live). Action links that
-// point into this app are followed without a reload.
+// The inbox page: the SDK's drop-in NotificationInbox (filters, pages, mark read, delete, live), in the app's
+// language (its texts and dates). Action links that point into this app are followed without a reload.
 import type { NotificationAction } from '@herald/client';
 import { NotificationInbox } from '@herald/client/react';
 import type { MouseEvent } from 'react';
-import { useTexts } from '../locale';
+import { useLocale, useTexts } from '../locale';
 import { navigate } from '../router';
 
 /** A same-origin path (`/chat`) is routed inside the app; anything else is a normal link. */
@@ -16,10 +16,13 @@ export function followAction(action: NotificationAction, event: MouseEvent<HTMLA
 
 export function NotificationsPage() {
   const t = useTexts();
+  const locale = useLocale();
   return (
     <NotificationInbox
       title={t.titles.notifications}
       headingLevel={1}
+      texts={t.inbox}
+      locale={locale}
       onActionClick={(action, _notification, event) => followAction(action, event)}
     />
   );
