@@ -349,6 +349,20 @@ export type MetricsReport = {
       primary: number;
       replica: number;
       fallbacks: number;
+      probes: {
+        primary: number;
+        replica: number;
+      };
+      byFeature: {
+        chat: {
+          primary: number;
+          replica: number;
+        };
+        notifications: {
+          primary: number;
+          replica: number;
+        };
+      };
     };
     replicas: {
       name: string;
