@@ -54,7 +54,9 @@ export async function seedUsers(
     [real.id],
   );
   if (!rows[0] || signToken(rows[0].token) !== value) {
-    throw new Error('the session cookie is not signed the way the benchmark signs it; update bench/_rooms.ts');
+    throw new Error(
+      'the session cookie is not signed the way the benchmark signs it; update bench/_rooms.ts',
+    );
   }
   const ids = Array.from({ length: count }, (_, i) => `${tag}-${String(i).padStart(6, '0')}`);
   const tokens = ids.map(() => randomBytes(24).toString('base64url'));
@@ -102,10 +104,17 @@ export async function seedRooms(
       `insert into chat_room (id, kind, name, created_by, member_count)
        select id, $3, 'Bench room ' || left(id, 8), owner, n
        from unnest($1::text[], $2::text[], $4::int[]) as r(id, owner, n)`,
-      [chunk.map((r) => r.id), chunk.map((r) => r.members[0] ?? null), kind, chunk.map((r) => r.members.length)],
+      [
+        chunk.map((r) => r.id),
+        chunk.map((r) => r.members[0] ?? null),
+        kind,
+        chunk.map((r) => r.members.length),
+      ],
     ),
   );
-  const rows = rooms.flatMap((r) => r.members.map((u, k) => [r.id, u, k === 0 ? 'owner' : 'member'] as const));
+  const rows = rooms.flatMap((r) =>
+    r.members.map((u, k) => [r.id, u, k === 0 ? 'owner' : 'member'] as const),
+  );
   await chunked(rows, 20_000, (chunk) =>
     db.query(
       `insert into chat_member (room_id, user_id, role, last_read_seq)
@@ -192,7 +201,9 @@ export interface MetricsReading {
 }
 
 export async function busCounters(cluster: TestCluster, i: number): Promise<MetricsReading> {
-  const res = await fetch(`${cluster.url(i)}/metrics`, { headers: { authorization: `Bearer ${METRICS_KEY}` } });
+  const res = await fetch(`${cluster.url(i)}/metrics`, {
+    headers: { authorization: `Bearer ${METRICS_KEY}` },
+  });
   const m = (await res.json()) as { pubsub: { messagesPublished: number; messagesReceived: number } };
   return { published: m.pubsub.messagesPublished, received: m.pubsub.messagesReceived };
 }
@@ -202,7 +213,9 @@ export async function promValue(cluster: TestCluster, i: number, name: string): 
   const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
     headers: { authorization: `Bearer ${METRICS_KEY}` },
   });
-  const line = (await res.text()).split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  const line = (await res.text())
+    .split('\n')
+    .find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
 }
 

@@ -208,7 +208,9 @@ async function main() {
         duplicates,
         'written B/msg (all instances)': (written / Math.max(1, stored)).toFixed(0),
         'per socket B/msg': (written / Math.max(1, stored) / MEMBERS).toFixed(0),
-        'received B/msg/socket': (quietBytes / Math.max(1, stored) / Math.max(1, quietSpecs.length)).toFixed(0),
+        'received B/msg/socket': (quietBytes / Math.max(1, stored) / Math.max(1, quietSpecs.length)).toFixed(
+          0,
+        ),
         'frame payload B': (frameBytes / Math.max(1, frames)).toFixed(0),
       },
     ]);
@@ -225,7 +227,9 @@ async function main() {
           (_, k) =>
             `instance ${k} ${(((rssAfter[k] ?? 0) - (rssBefore[k] ?? 0)) / Math.ceil(MEMBERS / INSTANCES)).toFixed(1)} KiB`,
         )
-        .join(', ')}; bench event-loop delay p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms; ${machineLoad()}`,
+        .join(
+          ', ',
+        )}; bench event-loop delay p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms; ${machineLoad()}`,
     );
   } finally {
     for (const ws of [...observers, ...senders]) ws?.terminate();

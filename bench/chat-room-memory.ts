@@ -63,7 +63,12 @@ function freePort(): Promise<number> {
 }
 
 /** A DevTools-protocol session with the instance's inspector. */
-async function inspector(port: number): Promise<(method: string) => Promise<Record<string, number>>> {
+interface DevTools {
+  call(method: string): Promise<Record<string, number>>;
+  close(): void;
+}
+
+async function inspector(port: number): Promise<DevTools> {
   const [target] = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as Array<{
     webSocketDebuggerUrl: string;
   }>;
@@ -73,25 +78,28 @@ async function inspector(port: number): Promise<(method: string) => Promise<Reco
     ws.once('open', resolve);
     ws.once('error', reject);
   });
-  ws.unref?.();
   let id = 0;
   const waiting = new Map<number, (result: Record<string, number>) => void>();
   ws.on('message', (data) => {
     const reply = JSON.parse(String(data)) as { id?: number; result?: Record<string, number> };
     if (reply.id !== undefined) waiting.get(reply.id)?.(reply.result ?? {});
   });
-  return (method) =>
-    new Promise((resolve) => {
-      const n = ++id;
-      waiting.set(n, resolve);
-      ws.send(JSON.stringify({ id: n, method }));
-    });
+  return {
+    call: (method) =>
+      new Promise((resolve) => {
+        const n = ++id;
+        waiting.set(n, resolve);
+        ws.send(JSON.stringify({ id: n, method }));
+      }),
+    close: () => ws.terminate(),
+  };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 async function main() {
-  if (K_MAX > SOCKETS) throw new Error('--steps may not exceed --sockets (every room has k distinct members)');
+  if (K_MAX > SOCKETS)
+    throw new Error('--steps may not exceed --sockets (every room has k distinct members)');
   console.log(`starting 1 instance (PostgreSQL + private redis-server)…; ${machineLoad()}`);
   const inspectPort = await freePort();
   const cluster = await startCluster({
@@ -121,8 +129,8 @@ async function main() {
       heap.push(await promValue(cluster, 0, 'herald_nodejs_heap_size_used_bytes'));
       await sleep(1000);
     }
-    await devtools('HeapProfiler.collectGarbage');
-    const usage = await devtools('Runtime.getHeapUsage');
+    await devtools.call('HeapProfiler.collectGarbage');
+    const usage = await devtools.call('Runtime.getHeapUsage');
     return {
       rssKiB: median(rss),
       heapFloor: Math.min(...heap),
@@ -174,7 +182,10 @@ async function main() {
       readings.push({ k, r });
       rows.push(row(`k = ${k} (subscribed in ${seconds.toFixed(1)} s)`, SOCKETS * k, r));
     }
-    printTable(rows, `\none instance, ${SOCKETS} sockets, each subscribed to k private rooms (no forced GC, then after one)`);
+    printTable(
+      rows,
+      `\none instance, ${SOCKETS} sockets, each subscribed to k private rooms (no forced GC, then after one)`,
+    );
     const perSocket = (x: number, y: number) => ((x - y) / SOCKETS).toFixed(0);
     console.log(
       `per socket (no room): RSS ${perSocket(connected.rssKiB * 1024, before.rssKiB * 1024)} B, heap floor ${perSocket(connected.heapFloor, before.heapFloor)} B; ` +
@@ -192,6 +203,7 @@ async function main() {
     }
   } finally {
     for (const ws of sockets) ws?.terminate();
+    devtools.close();
     await db.end();
     await cluster.close();
   }

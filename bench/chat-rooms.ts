@@ -182,7 +182,12 @@ async function main() {
           const roomId = roomIds[Math.floor(rng() * roomIds.length)] ?? '';
           sentAt[id] = performance.now();
           senders[ownerOf.get(roomId) ?? 0]?.send(
-            JSON.stringify({ type: 'send_message', roomId, message: `room bench ${id}`, clientMessageId: `r-${id}` }),
+            JSON.stringify({
+              type: 'send_message',
+              roomId,
+              message: `room bench ${id}`,
+              clientMessageId: `r-${id}`,
+            }),
           );
         }
         if (n >= total) return resolve();
@@ -256,7 +261,9 @@ async function main() {
     console.log(
       `bytes written per stored message (all instances, sockets + database + store): ${(
         wcharUsed.reduce((a, b) => a + b, 0) / Math.max(1, stored)
-      ).toFixed(0)} B; other frames received by room sockets: ${JSON.stringify(Object.fromEntries(unexpected))}`,
+      ).toFixed(
+        0,
+      )} B; other frames received by room sockets: ${JSON.stringify(Object.fromEntries(unexpected))}`,
     );
     console.log(
       `bench event-loop delay: p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms; ${machineLoad()}`,
