@@ -339,3 +339,58 @@ export function random(seed: number): () => number {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+type Totals = Map<string, { sum: number; count: number }>;
+
+/** Sum and count per label set of a histogram, from an instance's Prometheus text. */
+export async function histogramTotals(cluster: TestCluster, i: number, name: string): Promise<Totals> {
+  const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
+    headers: { authorization: `Bearer ${METRICS_KEY}` },
+  });
+  const totals: Totals = new Map();
+  const series = new RegExp(`^${name}_(sum|count)(?:\\{([^}]*)\\})? (\\S+)$`);
+  for (const line of (await res.text()).split('\n')) {
+    const m = series.exec(line);
+    if (!m) continue;
+    const label = /stage="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? 'all';
+    const t = totals.get(label) ?? { sum: 0, count: 0 };
+    if (m[1] === 'sum') t.sum = Number(m[3]);
+    else t.count = Number(m[3]);
+    totals.set(label, t);
+  }
+  return totals;
+}
+
+/** The server-side stages of a run: sends (queued, checks, store), the bus hop, the fan-out to local sockets. */
+export const STAGE_HISTOGRAMS = [
+  'herald_chat_send_stage_seconds',
+  'herald_pubsub_latency_seconds',
+  'herald_chat_fanout_duration_seconds',
+] as const;
+
+export function readStages(cluster: TestCluster, instances: number): Promise<Totals[][]> {
+  return Promise.all(
+    STAGE_HISTOGRAMS.map((name) =>
+      Promise.all(Array.from({ length: instances }, (_, k) => histogramTotals(cluster, k, name))),
+    ),
+  );
+}
+
+/** Mean per label (ms) between two readings of every instance, one line per histogram. */
+export function describeStages(before: Totals[][], after: Totals[][]): string {
+  return STAGE_HISTOGRAMS.map((name, h) => {
+    const b = before[h] ?? [];
+    const a = after[h] ?? [];
+    const labels = new Set(a.flatMap((m) => [...m.keys()]));
+    const parts = [...labels].map((label) => {
+      let sum = 0;
+      let count = 0;
+      a.forEach((m, k) => {
+        sum += (m.get(label)?.sum ?? 0) - (b[k]?.get(label)?.sum ?? 0);
+        count += (m.get(label)?.count ?? 0) - (b[k]?.get(label)?.count ?? 0);
+      });
+      return `${label} ${count ? ((sum / count) * 1000).toFixed(2) : 'n/a'} ms (${count})`;
+    });
+    return `${name.replace(/^herald_|_seconds$/g, '')}: ${parts.join(', ')}`;
+  }).join('; ');
+}

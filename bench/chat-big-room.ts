@@ -1,12 +1,12 @@
 // One big room (issue 23): a public room with 5,000 members, each with one socket subscribed to it, spread over 3
-// instances (shared PostgreSQL, private redis-server); 20 messages/s sent to it by 10 members. Delivery latency
+// instances (shared PostgreSQL, private redis-server); 20 messages/s sent to it by 50 members (0.4 each: one socket's requests run one after another, so a few fast senders would measure their own queue). Delivery latency
 // and missing/duplicated seqs on parsed observer sockets (30 per instance); the other sockets subscribe and then
 // only count bytes on a worker thread (bench/_rooms.ts SubscriberPool), so the load generator does not parse
 // 100,000 frames/s on the cores the instances need. Bytes written per message: what the instances passed to
 // write()/writev() (sockets, database, store; /proc/<pid>/io wchar) divided by the messages stored, and the bytes
 // one subscriber received per message.
 // Usage: npm run bench -- chat-big-room [--members 5000] [--rate 20] [--seconds 20] [--instances 3]
-//        [--observers 30] [--senders 10]
+//        [--observers 30] [--senders 50]
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { startCluster } from '@herald/server/testkit';
 import type WebSocket from 'ws';
@@ -24,10 +24,12 @@ import {
 import {
   busCounters,
   connectRooms,
+  describeStages,
   type Frame,
   METRICS_KEY,
   openDb,
   pool,
+  readStages,
   SubscriberPool,
   type SubscriberSpec,
   seedRooms,
@@ -41,7 +43,7 @@ const RATE = numberArg('rate', 20);
 const SECONDS = numberArg('seconds', 20);
 const INSTANCES = Math.max(1, numberArg('instances', 3));
 const OBSERVERS = numberArg('observers', 30);
-const SENDERS = Math.max(1, numberArg('senders', 10));
+const SENDERS = Math.max(1, numberArg('senders', 50));
 const WARMUP_SECONDS = 3;
 
 async function main() {
@@ -122,17 +124,22 @@ async function main() {
     });
     let stored = 0;
     let refused = 0;
+    const refusals = new Map<string, number>();
     for (const ws of senders) {
       ws.on('message', (data) => {
         const f = JSON.parse(String(data)) as Frame;
         if (f.type === 'new_message' && f.message?.clientMessageId?.startsWith('b-')) stored++;
-        else if (f.type === 'error' || f.type === 'throttled') refused++;
+        else if (f.type === 'error' || f.type === 'throttled') {
+          refused++;
+          refusals.set(f.code ?? f.type, (refusals.get(f.code ?? f.type) ?? 0) + 1);
+        }
       });
     }
     console.log(
       `${MEMBERS} members subscribed (${observers.length} parsed, ${quietSpecs.length} discarding on a worker thread) in ${connectSeconds.toFixed(1)} s; sending ${RATE} msg/s…`,
     );
 
+    const stagesBefore = await readStages(cluster, INSTANCES);
     const busBefore = await Promise.all(ports.map((_, k) => busCounters(cluster, k)));
     const cpuBefore = ports.map(cpuSecondsOfPort);
     const wcharBefore = ports.map(writtenBytesOfPort);
@@ -173,6 +180,7 @@ async function main() {
     measuring = false;
     loopDelay.disable();
     const busAfter = await Promise.all(ports.map((_, k) => busCounters(cluster, k)));
+    const stagesAfter = await readStages(cluster, INSTANCES);
     const wcharUsed = ports.map((p, k) => writtenBytesOfPort(p) - (wcharBefore[k] ?? Number.NaN));
     const quietBytes = (await quiet.bytes()) - quietBefore;
 
@@ -196,7 +204,7 @@ async function main() {
     const share = (s: number) => `${((s / sendingSeconds) * 100).toFixed(0)} %`;
     console.log(
       `\none public room, ${MEMBERS} members each with one subscribed socket over ${INSTANCES} instances, ${RATE} msg/s ` +
-        `for ${SECONDS} s after ${WARMUP_SECONDS} s warm-up (${total} sent, ${stored} stored, ${refused} refused)`,
+        `for ${SECONDS} s after ${WARMUP_SECONDS} s warm-up (${total} sent, ${stored} stored, ${refused} refused${refused ? ` ${JSON.stringify(Object.fromEntries(refusals))}` : ''})`,
     );
     printTable([
       {
@@ -229,7 +237,7 @@ async function main() {
         )
         .join(
           ', ',
-        )}; bench event-loop delay p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms; ${machineLoad()}`,
+        )}\nserver stages, mean over the run (all instances): ${describeStages(stagesBefore, stagesAfter)}\nbench event-loop delay p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms; ${machineLoad()}`,
     );
   } finally {
     for (const ws of [...observers, ...senders]) ws?.terminate();

@@ -95,7 +95,7 @@ describe('room resume through a Redis Cluster master failover', () => {
   let rc: TestRedisCluster;
   let db: pg.Client;
   const followers: RoomFollower[] = [];
-  let sender: ChatClient | undefined;
+  const senders: ChatClient[] = [];
 
   beforeAll(async () => {
     cluster = await startCluster({
@@ -109,7 +109,7 @@ describe('room resume through a Redis Cluster master failover', () => {
     await db.connect();
   }, 180_000);
   afterAll(async () => {
-    await Promise.allSettled([...followers.map((f) => f.close()), sender?.close()]);
+    await Promise.allSettled([...followers.map((f) => f.close()), ...senders.map((c) => c.close())]);
     await db?.end();
     await cluster?.close();
   });
@@ -162,25 +162,31 @@ describe('room resume through a Redis Cluster master failover', () => {
     followers.push(steady, resuming);
     await Promise.all([steady.connect(), resuming.connect()]);
 
-    sender = await openChat(`ws://127.0.0.1:${cluster.port(0)}/chat?rooms=1`, {
-      cookie: alice.cookie,
-      origin: CLUSTER_ORIGIN,
-    });
-    const a = sender;
-    // A well-behaved sender (as the SDK's `send`): one message in flight, the next after its answer, which is its
-    // `new_message` (stored) or an error frame (refused). Unanswered sends would pile up behind the store's
-    // timeouts while the shard is down and end in TOO_MANY_REQUESTS, then the abuse close.
-    let answer: ((outcome: string) => void) | undefined;
-    let waitingFor = '';
-    a.ws.on('message', (data) => {
-      const e = JSON.parse(String(data)) as ChatEvent;
-      if (e.type === 'new_message' && e.message?.clientMessageId === waitingFor) answer?.('stored');
-      else if (e.type === 'error' || e.type === 'throttled') answer?.(String(e.code ?? e.type));
-    });
+    // Four sockets of Alice's on instance A, each a well-behaved sender (as the SDK's `send`): one message in
+    // flight, the next after its answer, which is its `new_message` (stored) or an error frame (refused).
+    // Unanswered sends would pile up behind the store's timeouts while the shard is down and end in
+    // TOO_MANY_REQUESTS, then the abuse close. Four of them keep messages coming while each waits out a timeout.
+    senders.push(
+      ...(await Promise.all(
+        Array.from({ length: 4 }, () =>
+          openChat(`ws://127.0.0.1:${cluster.port(0)}/chat?rooms=1`, {
+            cookie: alice.cookie,
+            origin: CLUSTER_ORIGIN,
+          }),
+        ),
+      )),
+    );
     let sent = 0;
     const refused: string[] = [];
     let traffic = true;
-    const chatter = (async () => {
+    const sendLoop = async (a: ChatClient) => {
+      let answer: ((outcome: string) => void) | undefined;
+      let waitingFor = '';
+      a.ws.on('message', (data) => {
+        const e = JSON.parse(String(data)) as ChatEvent;
+        if (e.type === 'new_message' && e.message?.clientMessageId === waitingFor) answer?.('stored');
+        else if (e.type === 'error' || e.type === 'throttled') answer?.(String(e.code ?? e.type));
+      });
       while (traffic) {
         waitingFor = randomUUID();
         const outcome = new Promise<string>((resolve) => {
@@ -191,16 +197,19 @@ describe('room resume through a Redis Cluster master failover', () => {
         if (result !== 'stored') refused.push(result);
         await delay(50);
       }
-    })();
+    };
+    const chatter = Promise.all(senders.map(sendLoop));
 
     await delay(1_000);
     const seqAtKill = await lastSeq(roomId);
+    const killedAt = Date.now();
     await rc.killMaster(owner.port);
     // While the shard is down (before any replica is promoted) the resuming follower cuts its socket and comes
     // back with sinceSeq; the other keeps its socket.
     await delay(300);
     await resuming.reconnect();
     await rc.waitForFailover(owner.port);
+    const promotedAfterMs = Date.now() - killedAt;
     const seqAtPromotion = await lastSeq(roomId);
 
     // Recovered: both instances out of degraded mode and the steady follower receiving live frames again.
@@ -215,6 +224,7 @@ describe('room resume through a Redis Cluster master failover', () => {
       }
       if (!recovered) await delay(200);
     }
+    const recoveredAfterMs = Date.now() - killedAt;
     const seqAtRecovery = await lastSeq(roomId);
     // A second resume after the failover, from wherever it had got to.
     await resuming.reconnect();
@@ -231,6 +241,7 @@ describe('room resume through a Redis Cluster master failover', () => {
     const everySeq = Array.from({ length: final }, (_, i) => i + 1);
     console.log(
       `room failover: ${sent} sent, ${final} stored, refused: ${refused.join(',') || 'none'} (${seqAtKill} before the kill, ${seqAtRecovery - seqAtKill} from the kill to recovery); ` +
+        `promoted after ${promotedAfterMs} ms, recovered (not degraded, live frames again) after ${recoveredAfterMs} ms; ` +
         `steady follower: ${steady.gapResubscribes} gap resubscriptions; resuming follower: ${resuming.reconnects} reconnects, ${resuming.gapResubscribes} gap resubscriptions`,
     );
     expect(refused).toEqual([]);
