@@ -85,6 +85,18 @@ class RoomFollower {
     this.lastRev = rev;
   }
 
+  /** What it holds and where it waits: printed when it did not catch up. */
+  describe(): string {
+    const frames = (this.chat?.log ?? [])
+      .filter((e) => e.roomId === this.roomId)
+      .slice(-8)
+      .map(
+        (e) =>
+          `${e.type}${e.message ? ` seq ${e.message.seq} rev ${e.rev}` : ''}${e.type === 'subscribed' ? ` lastSeq ${e.lastSeq} rev ${e.rev} replayed ${e.replayed}` : ''}`,
+      );
+    return `lastSeq ${this.lastSeq} lastRev ${this.lastRev}, ${this.applied.length} applied, awaiting subscribed: ${this.awaitingSubscribed}, gap resubscribes ${this.gapResubscribes}; last frames: ${frames.join(' | ')}`;
+  }
+
   async close(): Promise<void> {
     await this.chat?.close();
   }
@@ -244,6 +256,15 @@ describe('room resume through a Redis Cluster master failover', () => {
         `promoted after ${promotedAfterMs} ms, recovered (not degraded, live frames again) after ${recoveredAfterMs} ms; ` +
         `steady follower: ${steady.gapResubscribes} gap resubscriptions; resuming follower: ${resuming.reconnects} reconnects, ${resuming.gapResubscribes} gap resubscriptions`,
     );
+    for (const [name, f] of [
+      ['steady', steady],
+      ['resuming', resuming],
+    ] as const) {
+      if (f.lastSeq < final) {
+        console.log(`${name} follower stuck: ${f.describe()}`);
+        for (const i of [0, 1]) console.log(`instance ${i} log:\n${cluster.logs(i).slice(-40).join('\n')}`);
+      }
+    }
     expect(refused).toEqual([]);
     expect(seqAtRecovery).toBeGreaterThan(seqAtKill);
     expect(steady.applied).toEqual(everySeq);
