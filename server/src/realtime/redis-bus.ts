@@ -217,8 +217,10 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
         // probing every one each round would cost more than the rooms' own traffic.
         const list = [...channels.all, ...joinedToProbe()];
         // A miss is confirmed once before degrading: one slow round trip on a starved event loop is not an outage.
-        let failed = await probe(list);
-        if (failed.length > 0) failed = await probe(failed);
+        // A room left while its probe was out (unsubscribed: its marker cannot come back) is no outage.
+        const stillWanted = (chs: string[]) => chs.filter((ch) => subscribed.has(ch));
+        let failed = stillWanted(await probe(list));
+        if (failed.length > 0) failed = stillWanted(await probe(failed));
         if (failed.length > 0 && !degraded) {
           suspect = failed;
           enterDegraded('a store shard stopped carrying bus messages');
