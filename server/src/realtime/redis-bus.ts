@@ -177,7 +177,10 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
 
   // Cluster: a master can fail while every client stays "ready" (the others still answer). The probe loop turns
   // a shard that stopped carrying our messages into degraded mode, and recovers once all channels round-trip.
-  /** Probe rounds left that cover every joined room channel (set by a topology event or a failed room subscribe). */
+  /**
+   * Probe rounds left that cover every joined room channel (set by probeSoon: a topology event, a failed publish or
+   * a failed room subscribe).
+   */
   let joinedRounds = 0;
   /** Where the next round's share of room channels starts (steady state: a few per round, in turn). */
   let joinedCursor = 0;

@@ -1,6 +1,6 @@
 // A room channel (`Bus.join`, sharded on a Redis Cluster) whose subscription was lost is found by the bus's probe
 // and subscribed again. ioredis re-subscribes sharded channels by itself after a topology change, but not always:
-// room-failover.test.ts saw a room go silent on one instance about once in ten runs, seconds after a failover the
+// room-failover.test.ts saw a room go silent on one instance in 2 of 15 runs, seconds after a failover the
 // instance had come through without even degrading, and nothing noticed since the probe covered only the fixed
 // channels. Here the loss is forced by dropping the subscription behind the bus's back (the one thing that cannot
 // be produced on demand): once with no failover (the probe's steady rotation over joined rooms finds it), once
