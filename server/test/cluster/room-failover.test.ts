@@ -3,6 +3,8 @@
 // replica takes over. Two followers on instance B apply the §6.1 client rule (docs/chat-protocol.md, "Order, seq,
 // rev and resume") with raw frames: one stays connected throughout, the other drops its socket while the master is
 // down and resubscribes with `sinceSeq`. Both must end with every seq of the room exactly once and in order.
+// This test found the room channel that ioredis can lose after a failover (both followers stuck for good, 2 of 15
+// runs); bus-room-channels.test.ts reproduces that loss on demand.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
