@@ -61,6 +61,19 @@ export function cpuSecondsOfPort(port: number): number {
 }
 
 /**
+ * Bytes the process listening on `port` has passed to write()/writev() so far (`wchar`: its sockets, the database
+ * and store connections included), or NaN (Linux only): the difference of two readings is what a run wrote.
+ */
+export function writtenBytesOfPort(port: number): number {
+  try {
+    const io = readFileSync(`/proc/${pidOfPort(port)}/io`, 'utf8');
+    return Number(io.match(/wchar:\s+(\d+)/)?.[1]);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
  * Every benchmark client connects from 127.0.0.1, so the per-address caps that protect a real deployment (HTTP
  * connections, SSE streams and stream opens per client IP) would refuse the load itself: lift them.
  */

@@ -40,6 +40,10 @@ export interface RedisBus extends Bus {
 }
 
 const PROBE_RETRY_MS = 500;
+/** Room channels probed per round in steady state (in turn), on top of the fixed channels. */
+const ROOM_PROBES_PER_ROUND = 16;
+/** Rounds after a topology event that probe every joined room channel (at 5 s a round: ioredis' slots refresh). */
+const JOINED_ROUNDS_AFTER_TOPOLOGY_EVENT = 4;
 const PROBE_TIMEOUT_MS = 2_000;
 
 export function createRedisBus(options: RedisBusOptions): RedisBus {
@@ -93,7 +97,9 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
         // On a cluster "ready" says little about each shard: only our own probe coming back on every channel
         // proves that publishing and receiving work again.
         if (sharded) {
-          suspect = await probe();
+          // Room channels that failed their probe are checked again along with the fixed ones.
+          const rooms = (suspect ?? []).filter((ch) => dynamic.has(ch));
+          suspect = await probe([...channels.all, ...rooms]);
           if (suspect.length > 0) return;
         }
         if (closed || !allReady()) return;
@@ -171,6 +177,27 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
 
   // Cluster: a master can fail while every client stays "ready" (the others still answer). The probe loop turns
   // a shard that stopped carrying our messages into degraded mode, and recovers once all channels round-trip.
+  /**
+   * Probe rounds left that cover every joined room channel (set by probeSoon: a topology event, a failed publish or
+   * a failed room subscribe).
+   */
+  let joinedRounds = 0;
+  /** Where the next round's share of room channels starts (steady state: a few per round, in turn). */
+  let joinedCursor = 0;
+  const joinedToProbe = (): string[] => {
+    const joined = [...dynamic.keys()];
+    if (joinedRounds > 0) {
+      joinedRounds--;
+      return joined;
+    }
+    if (joined.length <= ROOM_PROBES_PER_ROUND) return joined;
+    const start = joinedCursor % joined.length;
+    joinedCursor = start + ROOM_PROBES_PER_ROUND;
+    const slice = joined.slice(start, start + ROOM_PROBES_PER_ROUND);
+    return slice.length < ROOM_PROBES_PER_ROUND
+      ? [...slice, ...joined.slice(0, ROOM_PROBES_PER_ROUND - slice.length)]
+      : slice;
+  };
   let probeTimer: NodeJS.Timeout | undefined;
   let probing = false;
   const scheduleProbe = (ms: number) => {
@@ -186,9 +213,17 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       if (degraded) {
         if (allReady()) await recover();
       } else {
+        // Room channels are probed too: ioredis re-subscribes sharded channels by itself after a topology change
+        // (at once, or at its next slots refresh, seconds later), and when one goes astray nothing else notices: no
+        // traffic of ours crosses it, the room just goes silent on this instance. All of them for the rounds
+        // following a topology event; otherwise a few per round in turn, since with thousands of rooms joined
+        // probing every one each round would cost more than the rooms' own traffic.
+        const list = [...channels.all, ...joinedToProbe()];
         // A miss is confirmed once before degrading: one slow round trip on a starved event loop is not an outage.
-        let failed = await probe();
-        if (failed.length > 0) failed = await probe(failed);
+        // A room left while its probe was out (unsubscribed: its marker cannot come back) is no outage.
+        const stillWanted = (chs: string[]) => chs.filter((ch) => subscribed.has(ch));
+        let failed = stillWanted(await probe(list));
+        if (failed.length > 0) failed = stillWanted(await probe(failed));
         if (failed.length > 0 && !degraded) {
           suspect = failed;
           enterDegraded('a store shard stopped carrying bus messages');
@@ -200,6 +235,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     }
   };
   const probeSoon = () => {
+    joinedRounds = JOINED_ROUNDS_AFTER_TOPOLOGY_EVENT;
     if (!degraded) scheduleProbe(0);
   };
 
@@ -218,7 +254,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     for (const event of ['close', 'end', 'reconnecting']) listeners.push([conn, event, down]);
     listeners.push([conn, 'ready', onReady]);
     // Cluster clients report a lost or failing node without changing status: check the channels now.
-    if (sharded) for (const event of ['-node', 'node error']) listeners.push([conn, event, probeSoon]);
+    if (sharded)
+      for (const event of ['-node', '+node', 'node error']) listeners.push([conn, event, probeSoon]);
   });
   for (const [conn, event, fn] of listeners) conn.on(event, fn);
 
@@ -301,6 +338,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
                   { err: err instanceof Error ? err.message : String(err) },
                   'room subscribe failed',
                 );
+                // Not left as it is: the probe finds the channel silent and recovery subscribes it again.
+                probeSoon();
               },
             );
         joining.set(ch, pending);
