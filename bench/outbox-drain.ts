@@ -1,0 +1,182 @@
+// Outbox drain (issue 27 target 6): --emails ready notification emails (default 100,000) are put in email_outbox
+// with one SQL insert, while --instances real server processes (default 2; NODE_ENV=production, PostgreSQL, a
+// private redis-server) are already running; their outbox workers drain them as production does (no held
+// workers, default EMAIL_QUEUE_POLL_MS, the default claim of 20 rows a round). Two mailers:
+//   smtp    — nodemailer's pooled SMTP (5 connections per instance) to a sink in this process that counts and
+//             discards each message (startSmtpSink in the testkit);
+//   instant — no SMTP_HOST: the production mailer then drops every email at once (its per-email warning is
+//             silenced with LOG_LEVEL=error), so the figure is the outbox's own ceiling (claim, settle, database).
+// Reported: emails/s (wall time from the insert's commit, and first → last sent), and settle statements per
+// email counted from the data itself: the settle UPDATE sets sent_at = now(), which is the start of its
+// transaction, so the number of distinct sent_at values is the number of settling transactions that ran (each
+// is one UPDATE for all the sent rows of a round; a per-email settle would show one value per email).
+// Usage: npm run bench -- outbox-drain [--emails 100000] [--instances 2] [--mailer smtp|instant|both] [--runs 1]
+//        [--timeout-s 1800]
+import { startCluster, startSmtpSink } from '@herald/server/testkit';
+import pg from 'pg';
+import { createEmailRenderer } from '../server/src/email/renderer.js';
+import {
+  cpuSecondsOfPort,
+  machineLoad,
+  numberArg,
+  PRODUCTION_LIVENESS,
+  printTable,
+  stringArg,
+} from './_lib.js';
+
+const EMAILS = numberArg('emails', 100_000);
+const INSTANCES = Math.max(1, numberArg('instances', 2));
+const MAILER = stringArg('mailer', 'both');
+const RUNS = Math.max(1, numberArg('runs', 1));
+const TIMEOUT_MS = numberArg('timeout-s', 1800) * 1000;
+const SENTINEL = 'x-bench-unsubscribe-url';
+
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One real notification email (the bundled template, English), with a placeholder for the per-user link. */
+function sampleEmail() {
+  const renderer = createEmailRenderer({
+    appName: 'Herald',
+    accentColor: '#2563eb',
+    defaultLocale: 'en',
+    feBaseUrl: 'http://localhost:3000',
+  });
+  return renderer.render(
+    {
+      template: 'notification',
+      type: 'announcement',
+      title: 'Scheduled maintenance tonight',
+      content: 'Scheduled maintenance tonight at 22:00 UTC. Expect up to ten minutes of reduced service.',
+      unsubscribeUrl: SENTINEL,
+    },
+    'en',
+  );
+}
+
+async function drainOnce(mailer: 'smtp' | 'instant', run: number) {
+  const sink = await startSmtpSink();
+  const cluster = await startCluster({
+    instances: INSTANCES,
+    env: {
+      ...PRODUCTION_LIVENESS,
+      NODE_ENV: 'production',
+      LOG_LEVEL: mailer === 'instant' ? 'error' : 'warn',
+      SSE_KEEPALIVE_MS: '15000',
+      SMTP_HOST: mailer === 'smtp' ? '127.0.0.1' : '',
+      SMTP_PORT: String(sink.port),
+      // Inserting 100,000+ rows in one statement outlasts the default statement timeout (it is the bench's
+      // statement, but the server's setting applies to the database role only through its own pool).
+      DATABASE_STATEMENT_TIMEOUT_MS: '0',
+    },
+  });
+  const db = new pg.Client({ connectionString: cluster.db.url });
+  await db.connect();
+  try {
+    const email = sampleEmail();
+    const url = `http://127.0.0.1/email/unsubscribe?token=`;
+    const loadBefore = machineLoad();
+    const cpuBefore = Array.from({ length: INSTANCES }, (_, i) => cpuSecondsOfPort(cluster.port(i)));
+    const tInsert = now();
+    await db.query(
+      `insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body, headers)
+       select 'notification:' || gen_random_uuid(), 'drain' || g || '@example.test', $2,
+              replace($3, $6, $7 || md5(g::text)), replace($4, $6, $7 || md5(g::text)),
+              replace($5, $6, $7 || md5(g::text))::jsonb
+       from generate_series(1, $1::int) g`,
+      [EMAILS, email.subject, email.text, email.html, JSON.stringify(email.headers), SENTINEL, url],
+    );
+    const tCommit = now();
+    const deadline = tCommit + TIMEOUT_MS;
+    const sentCount = async () =>
+      Number(
+        (await db.query<{ n: string }>(`select count(*) as n from email_outbox where status = 'sent'`))
+          .rows[0]?.n,
+      );
+    // SMTP: the sink's count (no query load while draining); instant: the table's, once a second.
+    for (;;) {
+      const done = mailer === 'smtp' ? sink.received() >= EMAILS : (await sentCount()) >= EMAILS;
+      if (done || now() > deadline) break;
+      await sleep(mailer === 'smtp' ? 100 : 1000);
+    }
+    const tDone = now();
+    const cpuAfter = Array.from({ length: INSTANCES }, (_, i) => cpuSecondsOfPort(cluster.port(i)));
+    const loadAfter = machineLoad();
+    // Rows received by the sink are settled just after; give the last round its commit.
+    while (
+      (await sentCount()) < Math.min(EMAILS, mailer === 'smtp' ? sink.received() : EMAILS) &&
+      now() < deadline
+    )
+      await sleep(200);
+    const stats = (
+      await db.query<{
+        sent: string;
+        pending: string;
+        failed: string;
+        retried: string;
+        settles: string;
+        first_ms: string;
+        last_ms: string;
+        bytes: string;
+      }>(
+        `select count(*) filter (where status = 'sent') as sent,
+                count(*) filter (where status = 'pending') as pending,
+                count(*) filter (where status = 'failed') as failed,
+                count(*) filter (where attempts > 1) as retried,
+                count(distinct sent_at) as settles,
+                extract(epoch from min(sent_at)) * 1000 as first_ms,
+                extract(epoch from max(sent_at)) * 1000 as last_ms,
+                avg(length(html_body) + length(text_body))::int as bytes
+         from email_outbox`,
+      )
+    ).rows[0];
+    if (!stats) throw new Error('no stats');
+    const sent = Number(stats.sent);
+    const settles = Number(stats.settles);
+    const wallS = (tDone - tCommit) / 1000;
+    const spanS = (Number(stats.last_ms) - Number(stats.first_ms)) / 1000;
+    const cpuS = cpuAfter.reduce((s, c, i) => s + (c - (cpuBefore[i] ?? 0)), 0);
+    return {
+      mailer,
+      run,
+      instances: INSTANCES,
+      emails: EMAILS,
+      'insert s': ((tCommit - tInsert) / 1000).toFixed(1),
+      sent,
+      'smtp received': mailer === 'smtp' ? sink.received() : '—',
+      'pending/failed/retried': `${stats.pending}/${stats.failed}/${stats.retried}`,
+      'commit → all sent s': wallS.toFixed(1),
+      'emails/s (from commit)': Math.round(sent / wallS),
+      'emails/s (first → last settle)': Math.round(sent / Math.max(spanS, 0.001)),
+      'settle statements': settles,
+      'settles per email': (settles / Math.max(1, sent)).toFixed(4),
+      'emails per settle': (sent / Math.max(1, settles)).toFixed(1),
+      'server CPU ms/email': ((cpuS * 1000) / Math.max(1, sent)).toFixed(2),
+      'bytes/email (html+text)': Number(stats.bytes),
+      load: `${loadBefore.split(' (')[0]} → ${loadAfter.split(' (')[0]}`,
+    };
+  } finally {
+    await db.end();
+    await cluster.close();
+    await sink.close();
+  }
+}
+
+async function main() {
+  const mailers = (MAILER === 'both' ? ['smtp', 'instant'] : [MAILER]) as Array<'smtp' | 'instant'>;
+  const rows: Array<Record<string, string | number>> = [];
+  for (let run = 1; run <= RUNS; run++) {
+    for (const mailer of mailers) {
+      console.log(`run ${run}, ${mailer}: ${EMAILS} emails, ${INSTANCES} instance(s); ${machineLoad()}`);
+      const row = await drainOnce(mailer, run);
+      console.log(JSON.stringify(row));
+      rows.push(row);
+    }
+  }
+  printTable(rows, '\noutbox drain (fresh database and server processes per run)');
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
