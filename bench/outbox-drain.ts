@@ -11,7 +11,7 @@
 // transaction, so the number of distinct sent_at values is the number of settling transactions that ran (each
 // is one UPDATE for all the sent rows of a round; a per-email settle would show one value per email).
 // Usage: npm run bench -- outbox-drain [--emails 100000] [--instances 2] [--mailer smtp|instant|both] [--runs 1]
-//        [--timeout-s 1800]
+//        [--index new|old|both] [--timeout-s 1800]
 import { startCluster, startSmtpSink } from '@herald/server/testkit';
 import pg from 'pg';
 import { createEmailRenderer } from '../server/src/email/renderer.js';
@@ -30,6 +30,10 @@ const MAILER = stringArg('mailer', 'both');
 const RUNS = Math.max(1, numberArg('runs', 1));
 const TIMEOUT_MS = numberArg('timeout-s', 1800) * 1000;
 const SENTINEL = 'x-bench-unsubscribe-url';
+// --index old: put back the due index as it was before migration 0015 (next_attempt_at alone), so the claim's
+// cost with and without the claim order in the index is measured on the same code, machine and load;
+// --index both alternates them run by run.
+const INDEX = stringArg('index', 'new');
 
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -54,7 +58,7 @@ function sampleEmail() {
   );
 }
 
-async function drainOnce(mailer: 'smtp' | 'instant', run: number) {
+async function drainOnce(mailer: 'smtp' | 'instant', run: number, index: 'old' | 'new') {
   const sink = await startSmtpSink();
   const cluster = await startCluster({
     instances: INSTANCES,
@@ -70,6 +74,12 @@ async function drainOnce(mailer: 'smtp' | 'instant', run: number) {
   const db = new pg.Client({ connectionString: cluster.db.url });
   await db.connect();
   try {
+    if (index === 'old') {
+      await db.query('drop index email_outbox_due_idx');
+      await db.query(
+        `create index email_outbox_due_idx on email_outbox (next_attempt_at) where status = 'pending'`,
+      );
+    }
     const email = sampleEmail();
     const url = `http://127.0.0.1/email/unsubscribe?token=`;
     const loadBefore = machineLoad();
@@ -153,6 +163,7 @@ async function drainOnce(mailer: 'smtp' | 'instant', run: number) {
     const cpuS = cpuAfter.reduce((s, c, i) => s + (c - (cpuBefore[i] ?? 0)), 0);
     return {
       mailer,
+      'due index': index === 'old' ? '(next_attempt_at)' : '(next_attempt_at, id)',
       run,
       instances: INSTANCES,
       emails: EMAILS,
@@ -183,10 +194,14 @@ async function main() {
   const rows: Array<Record<string, string | number>> = [];
   for (let run = 1; run <= RUNS; run++) {
     for (const mailer of mailers) {
-      console.log(`run ${run}, ${mailer}: ${EMAILS} emails, ${INSTANCES} instance(s); ${machineLoad()}`);
-      const row = await drainOnce(mailer, run);
-      console.log(JSON.stringify(row));
-      rows.push(row);
+      for (const index of (INDEX === 'both' ? ['old', 'new'] : [INDEX]) as Array<'old' | 'new'>) {
+        console.log(
+          `run ${run}, ${mailer}, ${index} index: ${EMAILS} emails, ${INSTANCES} instance(s); ${machineLoad()}`,
+        );
+        const row = await drainOnce(mailer, run, index);
+        console.log(JSON.stringify(row));
+        rows.push(row);
+      }
     }
   }
   printTable(rows, '\noutbox drain (fresh database and server processes per run)');
