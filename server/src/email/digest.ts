@@ -3,7 +3,7 @@
 // FOR UPDATE SKIP LOCKED plus a lease (like the outbox), lists the window's notifications still unread and queues
 // one email per row through the outbox, in the same transaction that marks the row done. The outbox's dedupe key
 // (`digest:<user>@<window>`) makes the email exactly-once even when a lease expires under a stalled worker.
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import type { EmailOutbox, OutboxEmail } from '../infra/email-outbox.js';
 import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
@@ -53,6 +53,14 @@ interface DueRow {
   items: string | Array<{ type: string; title: string; content: string; createdAt: string }>;
 }
 
+/** The digests a claim takes: due, unleased, oldest first, in the due index's (next_attempt_at, id) order. */
+export const dueDigestRows = (limit: number): SQL => sql`
+  select id from email_digest d
+  where ${dueAndUnleased('d')}
+  order by next_attempt_at, id
+  limit ${limit}
+  for update skip locked`;
+
 export function createDigests(deps: {
   db: Db;
   renderer: EmailRenderer;
@@ -100,12 +108,7 @@ export function createDigests(deps: {
     rowsOf<{ id: string }>(
       await db.execute(sql`
         update email_digest set attempts = attempts + 1, locked_until = ${inMs(leaseMs)}
-        where id in (
-          select id from email_digest d
-          where ${dueAndUnleased('d')}
-          order by next_attempt_at, id
-          limit ${batchSize}
-          for update skip locked)
+        where id in (${dueDigestRows(batchSize)})
         returning id::text as id`),
     ).map((r) => r.id);
 

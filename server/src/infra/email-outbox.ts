@@ -69,6 +69,17 @@ export interface OutboxStats {
   attemptFailures: number;
 }
 
+/**
+ * The rows a claim takes: due, unleased, oldest first. Its order is the due index's (next_attempt_at, id), so a
+ * claim reads `limit` entries off the index whatever the backlog (test/email/claim-plan.test.ts checks the plan).
+ */
+export const dueOutboxRows = (limit: number): SQL => sql`
+  select id from email_outbox o
+  where ${dueAndUnleased('o')}
+  order by next_attempt_at, id
+  limit ${limit}
+  for update skip locked`;
+
 export function createEmailOutbox(options: EmailOutboxOptions) {
   const { db, mailer, logger } = options;
   const batchSize = options.batchSize ?? 20;
@@ -88,12 +99,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
     }>(
       await db.execute(sql`
         update email_outbox set attempts = attempts + 1, locked_until = ${inMs(leaseMs)}
-        where id in (
-          select id from email_outbox o
-          where ${dueAndUnleased('o')}
-          order by next_attempt_at, id
-          limit ${batchSize}
-          for update skip locked)
+        where id in (${dueOutboxRows(batchSize)})
         returning id::text as id, to_address, subject, text_body, html_body, attempts, dedupe_key, headers`),
     );
 

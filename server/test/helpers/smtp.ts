@@ -128,3 +128,48 @@ export function tokenFrom(mail: CapturedMail, page: string): string {
   if (!match?.[1]) throw new Error(`no ${page} link in mail "${mail.subject}"`);
   return decodeURIComponent(match[1]);
 }
+
+/** A counting SMTP server for benchmarks: accepts every message and discards it unparsed. */
+export interface SmtpSink {
+  port: number;
+  /** Messages accepted so far. */
+  received(): number;
+  /** performance.timeOrigin + performance.now() of the first and the latest accepted message (NaN before one). */
+  firstAt(): number;
+  lastAt(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * Parsing and keeping every message (startSmtp) costs the bench process more CPU per email than the server's
+ * send does, on the same cores: a drain measured against it would measure the capture. This sink only counts.
+ */
+export async function startSmtpSink(): Promise<SmtpSink> {
+  let received = 0;
+  let first = Number.NaN;
+  let last = Number.NaN;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, _session, callback) {
+      stream.resume();
+      stream.on('end', () => {
+        received++;
+        last = performance.timeOrigin + performance.now();
+        if (Number.isNaN(first)) first = last;
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    port,
+    received: () => received,
+    firstAt: () => first,
+    lastAt: () => last,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
