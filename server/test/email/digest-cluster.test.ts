@@ -60,56 +60,60 @@ describe('digests across instances and restarts', () => {
     await cluster?.close();
   });
 
-  it('sends exactly one digest for the window, whatever instance scheduled or restarted', async () => {
-    const user = await createVerifiedUserOn(cluster, 1);
-    const patch = await fetch(`${cluster.url(1)}/notification/preferences`, {
-      method: 'PATCH',
-      headers: { ...json, cookie: user.cookie },
-      body: JSON.stringify({ emailDigest: 'hourly' }),
-    });
-    expect(patch.status).toBe(200);
-    // Start early in a window, so both sends and the restart fall inside it.
-    while (Date.now() % WINDOW_MS > WINDOW_MS / 10) await settle(50);
-    const windowEnd = Math.floor(Date.now() / WINDOW_MS) * WINDOW_MS + WINDOW_MS;
+  it(
+    'sends exactly one digest for the window, whatever instance scheduled or restarted',
+    async () => {
+      const user = await createVerifiedUserOn(cluster, 1);
+      const patch = await fetch(`${cluster.url(1)}/notification/preferences`, {
+        method: 'PATCH',
+        headers: { ...json, cookie: user.cookie },
+        body: JSON.stringify({ emailDigest: 'hourly' }),
+      });
+      expect(patch.status).toBe(200);
+      // Start early in a window, so both sends and the restart fall inside it.
+      while (Date.now() % WINDOW_MS > WINDOW_MS / 10) await settle(50);
+      const windowEnd = Math.floor(Date.now() / WINDOW_MS) * WINDOW_MS + WINDOW_MS;
 
-    await send(0, user.email, 'from zero');
-    await send(1, user.email, 'from one');
-    await send(0, user.email, 'again from zero');
-    // Instance 1 goes away and comes back inside the window.
-    await cluster.restart(1);
-    const restartedInside = Date.now() < windowEnd;
+      await send(0, user.email, 'from zero');
+      await send(1, user.email, 'from one');
+      await send(0, user.email, 'again from zero');
+      // Instance 1 goes away and comes back inside the window.
+      await cluster.restart(1);
+      const restartedInside = Date.now() < windowEnd;
 
-    const isDigest = (m: { to: string[]; subject: string }) =>
-      m.to.includes(user.email) && m.subject.startsWith('Your Acme digest');
-    const digest = await cluster.smtp.waitFor(isDigest, WINDOW_MS * 2);
-    expect(digest.subject).toBe('Your Acme digest: 3 unread notifications');
-    for (const title of ['from zero', 'from one', 'again from zero']) expect(digest.text).toContain(title);
-    // No one-by-one emails besides.
-    expect(
-      cluster.smtp.messages.filter((m) => m.to.includes(user.email) && m.subject.includes('from')),
-    ).toEqual([]);
+      const isDigest = (m: { to: string[]; subject: string }) =>
+        m.to.includes(user.email) && m.subject.startsWith('Your Acme digest');
+      const digest = await cluster.smtp.waitFor(isDigest, WINDOW_MS * 2);
+      expect(digest.subject).toBe('Your Acme digest: 3 unread notifications');
+      for (const title of ['from zero', 'from one', 'again from zero']) expect(digest.text).toContain(title);
+      // No one-by-one emails besides.
+      expect(
+        cluster.smtp.messages.filter((m) => m.to.includes(user.email) && m.subject.includes('from')),
+      ).toEqual([]);
 
-    // Let both instances poll a few more rounds: still one row, one outbox email, one message.
-    for (let i = 0; i < 100; i++) {
-      const pending = await query<{ n: number }>(
-        `select count(*)::int as n from email_outbox where status = 'pending'`,
-        [],
-      );
-      if (pending[0]?.n === 0) break;
-      await settle(50);
-    }
-    await settle(1_000);
-    expect(await query(`select status from email_digest where user_id = $1`, [user.id])).toEqual([
-      { status: 'sent' },
-    ]);
-    expect(
-      await query<{ n: number }>(`select count(*)::int as n from email_outbox where dedupe_key like $1`, [
-        `digest:${user.id}@%`,
-      ]),
-    ).toEqual([{ n: 1 }]);
-    expect(cluster.smtp.messages.filter(isDigest)).toHaveLength(1);
-    expect(restartedInside, 'the restart finished inside the window').toBe(true);
-    // Waiting for the start of a window (up to 0.9 window) and then for its end (one window) and the send: the
-    // default test timeout is shorter than that, so the test failed whenever it started late in a window.
-  }, 4 * WINDOW_MS);
+      // Let both instances poll a few more rounds: still one row, one outbox email, one message.
+      for (let i = 0; i < 100; i++) {
+        const pending = await query<{ n: number }>(
+          `select count(*)::int as n from email_outbox where status = 'pending'`,
+          [],
+        );
+        if (pending[0]?.n === 0) break;
+        await settle(50);
+      }
+      await settle(1_000);
+      expect(await query(`select status from email_digest where user_id = $1`, [user.id])).toEqual([
+        { status: 'sent' },
+      ]);
+      expect(
+        await query<{ n: number }>(`select count(*)::int as n from email_outbox where dedupe_key like $1`, [
+          `digest:${user.id}@%`,
+        ]),
+      ).toEqual([{ n: 1 }]);
+      expect(cluster.smtp.messages.filter(isDigest)).toHaveLength(1);
+      expect(restartedInside, 'the restart finished inside the window').toBe(true);
+      // Waiting for the start of a window (up to 0.9 window) and then for its end (one window) and the send: the
+      // default test timeout is shorter than that, so the test failed whenever it started late in a window.
+    },
+    4 * WINDOW_MS,
+  );
 });
