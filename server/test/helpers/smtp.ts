@@ -94,6 +94,9 @@ export async function startSmtp(options: SmtpOptions = {}): Promise<TestSmtp> {
       );
     },
   });
+  // Senders keep pooled SMTP connections open; an instance a test kills (SIGKILL) resets them. smtp-server reports
+  // that as an 'error' event, which with no listener would be an uncaught exception in the test process.
+  server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -162,6 +165,9 @@ export async function startSmtpSink(): Promise<SmtpSink> {
       });
     },
   });
+  // Senders keep pooled SMTP connections open; an instance a test kills (SIGKILL) resets them. smtp-server reports
+  // that as an 'error' event, which with no listener would be an uncaught exception in the test process.
+  server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
