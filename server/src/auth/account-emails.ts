@@ -1,6 +1,6 @@
 // Owns the account emails better-auth asks for (verification, password reset, magic link): rendered in the
 // recipient's locale from the branded templates and queued on the durable email outbox, one row per token.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { type Db, rowsOf } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
@@ -47,11 +47,13 @@ export function createAccountEmailSender(deps: {
       logger.error({ err, kind }, 'failed to render auth email');
       return;
     }
-    // One queue row per token (a hash: the key is indexed and logged, the token must not be), so a retried hook
-    // never queues the same link twice. Queued, not sent: the request never waits for SMTP. The hooks do not
+    // One queue row per request (a hash: the key is indexed and logged, the token must not be). Not one per token:
+    // better-auth's verification token is a JWT with a seconds-resolution `iat`, so a "resend" within the same
+    // second as the sign-up yields the very same token, and keying on it alone swallowed the resend the user
+    // asked for. Queued, not sent: the request never waits for SMTP. The hooks do not
     // await this either: a reset or magic-link request for an unknown address queues nothing, and a response that
     // waited for the insert only for known addresses would tell them apart by timing.
-    const dedupeKey = `auth:${kind}:${createHash('sha256').update(token).digest('hex').slice(0, 40)}`;
+    const dedupeKey = `auth:${kind}:${createHash('sha256').update(token).update(randomUUID()).digest('hex').slice(0, 40)}`;
     try {
       await outbox.enqueue([{ dedupeKey, ...mail }]);
     } catch (err) {

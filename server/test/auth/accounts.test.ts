@@ -37,6 +37,17 @@ describe('accounts', () => {
     return res.json() as { user: { id: string; emailVerified: boolean } };
   }
 
+  it('a resend right after sign-up (the same second, the same JWT) sends a second verification email', async () => {
+    const email = uniqueEmail('again');
+    await signUp(email);
+    const resend = await post('/auth/send-verification-email', { email });
+    expect(resend.statusCode, resend.body).toBe(200);
+    const verifyMails = () =>
+      env.smtp.messages.filter((m) => m.to.includes(email) && m.subject.includes('Verify'));
+    await env.smtp.waitFor(() => verifyMails().length >= 2);
+    expect(verifyMails()).toHaveLength(2);
+  });
+
   it('sign-up sends a verification link to FE_BASE_URL; GET verify works; sign-in, session and sign-out', async () => {
     const email = uniqueEmail();
     const { user } = await signUp(email);
