@@ -156,7 +156,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   registerEmail(app, { ...base, events, email });
   const apiKeys = registerApiKeys(app, base);
-  registerAdmin(app, { ...base, drain, notifications: notifications.service, apiKeys });
+  registerAdmin(app, {
+    ...base,
+    drain,
+    notifications: notifications.service,
+    apiKeys,
+    presence: realtime.presence,
+  });
   registerChat(app, {
     ...base,
     realtime,

@@ -14,7 +14,7 @@ import {
   StrategyNameSchema,
   TitleSchema,
 } from '../notifications/schemas.js';
-import type { NotificationService } from '../notifications/service.js';
+import type { CreateOptions, NotificationService } from '../notifications/service.js';
 
 const Identifier = z.string().trim().min(1).max(320).refine(noNul, 'must not contain NUL characters');
 
@@ -64,7 +64,13 @@ export function broadcastSourceKey(claimKey: string): string {
  * reached: the result equals a crash-free run's.
  */
 export async function broadcast(
-  deps: { db: Db; service: NotificationService; batchSize: number },
+  deps: {
+    db: Db;
+    service: NotificationService;
+    batchSize: number;
+    /** Users holding a live stream anywhere (presence): an audience of everyone reaches them first. */
+    onlineUsers?: () => Promise<string[]>;
+  },
   body: BroadcastBody,
   sourceKey?: string,
   extra: {
@@ -112,6 +118,16 @@ export async function broadcast(
   };
 
   if (body.target.scope === 'all') {
+    // Online first (docs/design/notifications.md, "Online first"): the users holding a stream right now are
+    // written and published before the walk, so reaching every open stream costs one pass over the connected
+    // users, not over the whole audience. The walk then skips them and counts them as created.
+    const reached = deps.onlineUsers
+      ? await reachOnline(deps.onlineUsers, { db, service, batchSize }, input, {
+          strategies: options.strategies,
+          sourceKey,
+          signal,
+        })
+      : new Set<string>();
     // No upper bound on the number of users: one page of the keyset walk at a time, and the service writes
     // page k + 1 while page k's events and delivery go out.
     async function* eligiblePages(): AsyncGenerator<string[]> {
@@ -119,7 +135,10 @@ export async function broadcast(
         targetCount += rows.length;
         const eligible = rows.filter((r) => !r.banned).map((r) => r.id);
         skippedCount += rows.length - eligible.length;
-        if (eligible.length > 0) yield eligible;
+        const fresh = reached.size > 0 ? eligible.filter((id) => !reached.has(id)) : eligible;
+        createdCount += eligible.length - fresh.length;
+        progressCreated += eligible.length - fresh.length;
+        if (fresh.length > 0) yield fresh;
       }
     }
     record(await service.createForUserBatches(eligiblePages(), input, options));
@@ -150,4 +169,32 @@ export async function broadcast(
   }
   if (eligible.length > 0) record(await service.createForUsers(eligible, input, options), idToIdentifier);
   return { targetCount, createdCount, skippedCount, failures };
+}
+
+/** Ids per account lookup of the online-first pass (one `= any(array)` statement each). */
+const ONLINE_LOOKUP_CHUNK = 10_000;
+
+/**
+ * Writes and publishes the notification for the eligible (existing, not banned) users among those online now,
+ * and returns who got it, so the walk that follows skips them. Presence is only an ordering hint: a failure to
+ * list it, or a user it names who no longer exists, leaves the user to the walk. With a `sourceKey`, a resumed
+ * send finds them `existing` and writes nothing twice.
+ */
+async function reachOnline(
+  onlineUsers: () => Promise<string[]>,
+  deps: { db: Db; service: NotificationService; batchSize: number },
+  input: ReturnType<NotificationService['validate']>,
+  options: Pick<CreateOptions, 'strategies' | 'sourceKey' | 'signal'>,
+): Promise<Set<string>> {
+  const online = await onlineUsers().catch(() => [] as string[]);
+  const reached = new Set<string>();
+  for (let i = 0; i < online.length; i += ONLINE_LOOKUP_CHUNK) {
+    const rows = await findAccounts(deps.db, online.slice(i, i + ONLINE_LOOKUP_CHUNK), []);
+    const eligible = rows.filter((r) => !r.banned).map((r) => r.id);
+    if (eligible.length === 0) continue;
+    const result = await deps.service.createForUsers(eligible, input, options);
+    const missing = new Set(result.missingUserIds);
+    for (const id of eligible) if (!missing.has(id)) reached.add(id);
+  }
+  return reached;
 }

@@ -17,6 +17,7 @@ import type { Housekeeping } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { ShutdownHooks } from '../infra/shutdown.js';
 import type { NotificationService } from '../notifications/index.js';
+import type { Presence } from '../realtime/types.js';
 import {
   type BroadcastBody,
   BroadcastBodySchema,
@@ -76,12 +77,14 @@ export interface AdminDeps {
   drain: CutShort;
   notifications: NotificationService;
   apiKeys: ApiKeyService;
+  /** Who holds a live stream: an audience of everyone reaches them first. */
+  presence: Pick<Presence, 'onlineUsers'>;
   /** The shared housekeeping scheduler: the feature registers its tables' retention task. */
   housekeeping: Pick<Housekeeping, 'register'>;
 }
 
 export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
-  const { database, config, sessions, drain, notifications } = deps;
+  const { database, config, sessions, drain, notifications, presence } = deps;
   const adminSession = requireAdmin(sessions);
   // A claim lives as long as its instance: refreshed at the registry's heartbeat pace and presumed abandoned
   // after the same silence that declares an instance dead (docs/api.md#operations), not after a flat timer. At least three
@@ -103,6 +106,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
     pollMs: config.BROADCAST_QUEUE_POLL_MS,
     heartbeatMs: claim.heartbeatMs,
     staleMs: claim.staleMs,
+    onlineUsers: () => deps.presence.onlineUsers(),
   });
   app.addHook('onReady', async () => sends.start());
   deps.housekeeping.register(broadcastSendRetentionTask());
@@ -171,7 +175,12 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
       },
     },
     async (request, reply) => {
-      const deps = { db: database.db, service: notifications, batchSize: config.BROADCAST_BATCH_SIZE };
+      const deps = {
+        db: database.db,
+        service: notifications,
+        batchSize: config.BROADCAST_BATCH_SIZE,
+        onlineUsers: () => presence.onlineUsers(),
+      };
       const key = request.headers['idempotency-key'];
       const asked = prefersAsync(request.headers.prefer);
       if (asked || (await audienceExceeds(database.db, request.body, config.BROADCAST_ASYNC_THRESHOLD))) {

@@ -67,6 +67,8 @@ export interface SendQueueOptions {
   heartbeatMs: number;
   /** Silence after which a running send's owner is presumed dead. */
   staleMs: number;
+  /** Users holding a live stream anywhere (they are reached first). */
+  onlineUsers?: () => Promise<string[]>;
 }
 
 export function createSendQueue(options: SendQueueOptions) {
@@ -127,7 +129,12 @@ export function createSendQueue(options: SendQueueOptions) {
     };
     try {
       const result = await broadcast(
-        { db, service: options.service, batchSize: options.batchSize },
+        {
+          db,
+          service: options.service,
+          batchSize: options.batchSize,
+          ...(options.onlineUsers ? { onlineUsers: options.onlineUsers } : {}),
+        },
         body,
         sendSourceKey(id),
         {

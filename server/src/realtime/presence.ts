@@ -267,6 +267,25 @@ export function createPresence(o: PresenceOptions): PresenceCore {
       }
       return found;
     },
+    async onlineUsers() {
+      const found = new Set(online.keys());
+      if (!remote() || !redis) return [...found];
+      try {
+        const { ids } = await candidates(redis);
+        // A handful of instances: one pipelined SMEMBERS each (every key shares the {rt} tag, so this also holds
+        // on Redis Cluster). An instance that died since its last beat still counts here; its users only come
+        // first in the order, they are not added to any audience.
+        const pipeline = redis.pipeline();
+        for (const id of ids) pipeline.smembers(keys.online(id));
+        for (const [err, members] of (await pipeline.exec()) ?? []) {
+          if (err || !Array.isArray(members)) continue;
+          for (const id of members) if (typeof id === 'string') found.add(id);
+        }
+      } catch (err) {
+        logger.debug({ err: err instanceof Error ? err.message : String(err) }, 'presence listing failed');
+      }
+      return [...found];
+    },
     async touch(userId) {
       // Re-asserts a live local stream in the store (repairs it after an outage or a missed write).
       if (online.has(userId)) setMember(keys.online(instanceId), userId, true);

@@ -20,6 +20,12 @@ export interface Presence {
   isOnline(userId: string): Promise<boolean>;
   /** Batch form for broadcasts: the subset of `userIds` online anywhere. */
   onlineAmong(userIds: string[]): Promise<Set<string>>;
+  /**
+   * Every user holding a notification stream on a live instance (a broadcast reaches them first). On a store
+   * failure, the users of this instance only: the caller treats the answer as an ordering hint, never as a list
+   * of recipients.
+   */
+  onlineUsers(): Promise<string[]>;
   /** Refreshes the user's presence lifetime (POST /notification/heartbeat). */
   touch(userId: string): Promise<void>;
 

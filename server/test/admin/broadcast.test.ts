@@ -244,12 +244,17 @@ describe('admin broadcast', () => {
         failures: [],
       });
       expect(await countFor('to everyone')).toBe(total - 1);
-      const batches = messages.filter((m) => m.kind === 'batch');
-      // Pages of 3 users walked by id: one bus message per page that has a recipient, never one per user. A page
-      // holding only the banned user (ids are random, so it depends on the ordering) publishes nothing.
-      expect(batches.length).toBeGreaterThanOrEqual(Math.ceil((total - 1) / 3));
+      const [first, ...batches] = messages.filter((m) => m.kind === 'batch');
+      // Online first: the one user holding a stream gets the first bus message, alone.
+      expect(first?.kind === 'batch' && first.items.map((i) => i.userId)).toEqual([users[1]?.id]);
+      // Then pages of 3 users walked by id: one bus message per page that has a recipient, never one per user. A
+      // page holding only the banned or the already reached user (ids are random) publishes nothing.
+      expect(batches.length).toBeGreaterThanOrEqual(Math.ceil((total - 2) / 3));
       expect(batches.length).toBeLessThanOrEqual(Math.ceil(total / 3));
-      expect(batches.reduce((n, m) => n + (m.kind === 'batch' ? m.items.length : 0), 0)).toBe(total - 1);
+      expect(batches.flatMap((m) => (m.kind === 'batch' ? m.items.map((i) => i.userId) : []))).not.toContain(
+        users[1]?.id,
+      );
+      expect(batches.reduce((n, m) => n + (m.kind === 'batch' ? m.items.length : 0), 0)).toBe(total - 2);
       expect(batches.every((m) => m.kind === 'batch' && m.items.length <= 3)).toBe(true);
       expect(batches.flatMap((m) => (m.kind === 'batch' ? m.items.map((i) => i.userId) : []))).not.toContain(
         banned.id,
@@ -260,6 +265,54 @@ describe('admin broadcast', () => {
       off();
       stream.close();
       await app.ctx.database.db.update(userTable).set({ banned: false }).where(sql`id = ${banned.id}`);
+    }
+  });
+
+  it('reaches the users holding a stream before walking everyone else; a banned one is still skipped', async () => {
+    const db = app.ctx.database.db;
+    const everyone = [admin, ...users];
+    const byId = rowsOf<{ id: string }>(await db.execute(sql`select id from "user" order by id`)).map(
+      (r) => r.id,
+    );
+    // The user the keyset walk reaches last, and one more walked earlier whom a ban (written straight to the
+    // table, so the stream stays open) makes ineligible.
+    const last = everyone.find((u) => u.id === byId[byId.length - 1]) as TestUser;
+    const banned = everyone.find((u) => u.id !== last.id && u.id !== admin.id) as TestUser;
+    const base = await app.listen({ port: 0, host: '127.0.0.1' }).catch(() => {
+      const address = app.server.address();
+      return typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : '';
+    });
+    const streams = [await openStream(base, last.cookie), await openStream(base, banned.cookie)];
+    try {
+      for (const s of streams) await s.waitFor((e) => e.event === 'connected');
+      await db.update(userTable).set({ banned: true }).where(sql`id = ${banned.id}`);
+      const res = await post(
+        body({ scope: 'all' }, { title: 'online first', deliveryOptions: { strategies: ['sse'] } }),
+        admin.cookie,
+      );
+      const total = byId.length;
+      expect(res.json()).toEqual({
+        targetCount: total,
+        createdCount: total - 1,
+        skippedCount: 1,
+        failures: [],
+      });
+      const rows = rowsOf<{ user_id: string; created_at: string }>(
+        await db.execute(
+          sql`select user_id, created_at::text from notification where title = 'online first' order by created_at`,
+        ),
+      );
+      expect(rows.map((r) => r.user_id).sort()).toEqual(byId.filter((id) => id !== banned.id).sort());
+      // Written in its own transaction before the walk's first page (pages of 3, so the walk alone would have
+      // written the greatest id last).
+      expect(rows[0]?.user_id).toBe(last.id);
+      expect(rows.filter((r) => r.created_at === rows[0]?.created_at)).toHaveLength(1);
+      const ev = await streams[0]?.waitFor((e) => e.event === 'new_notification');
+      expect((ev?.data.notification as { title: string }).title).toBe('online first');
+      expect(streams[1]?.events.some((e) => e.event === 'new_notification')).toBe(false);
+    } finally {
+      for (const s of streams) s.close();
+      await db.update(userTable).set({ banned: false }).where(sql`id = ${banned.id}`);
     }
   });
 

@@ -55,6 +55,22 @@ describe('presence across two instances', () => {
     expect(await pa.isOnline('alice')).toBe(false);
   });
 
+  it('lists every user online on a live instance, each once, and forgets released ones', async () => {
+    const pa = a.ctx.realtime.presence;
+    const pb = b.ctx.realtime.presence;
+    const releases = [pa.userConnected('list-1'), pa.userConnected('list-2'), pb.userConnected('list-2')];
+    releases.push(pb.userConnected('list-3'));
+    const mine = (ids: string[]) => ids.filter((id) => id.startsWith('list-')).sort();
+    await until('all three listed from a', async () =>
+      mine(await pa.onlineUsers()).length === 3 ? true : undefined,
+    );
+    expect(mine(await pa.onlineUsers())).toEqual(['list-1', 'list-2', 'list-3']);
+    expect(mine(await pb.onlineUsers())).toEqual(['list-1', 'list-2', 'list-3']);
+    for (const release of releases) release();
+    await until('all released', async () => (mine(await pb.onlineUsers()).length === 0 ? true : undefined));
+    expect(mine(await pa.onlineUsers())).toEqual([]);
+  });
+
   it('touch re-asserts a live local stream lost from the store', async () => {
     const pa = a.ctx.realtime.presence;
     const release = pa.userConnected('bob');
