@@ -282,7 +282,9 @@ describe('admin broadcast', () => {
       const address = app.server.address();
       return typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : '';
     });
-    const streams = [await openStream(base, last.cookie), await openStream(base, banned.cookie)];
+    const lastStream = await openStream(base, last.cookie);
+    const bannedStream = await openStream(base, banned.cookie);
+    const streams = [lastStream, bannedStream];
     try {
       for (const s of streams) await s.waitFor((e) => e.event === 'connected');
       await db.update(userTable).set({ banned: true }).where(sql`id = ${banned.id}`);
@@ -307,9 +309,9 @@ describe('admin broadcast', () => {
       // written the greatest id last).
       expect(rows[0]?.user_id).toBe(last.id);
       expect(rows.filter((r) => r.created_at === rows[0]?.created_at)).toHaveLength(1);
-      const ev = await streams[0]?.waitFor((e) => e.event === 'new_notification');
-      expect((ev?.data.notification as { title: string }).title).toBe('online first');
-      expect(streams[1]?.events.some((e) => e.event === 'new_notification')).toBe(false);
+      const ev = await lastStream.waitFor((e) => e.event === 'new_notification');
+      expect((ev.data.notification as { title: string }).title).toBe('online first');
+      expect(bannedStream.events.some((e) => e.event === 'new_notification')).toBe(false);
     } finally {
       for (const s of streams) s.close();
       await db.update(userTable).set({ banned: false }).where(sql`id = ${banned.id}`);
