@@ -230,7 +230,7 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
     reads,
     createLimit,
     publish: (event) => chat.publish(event),
-    /** Live removal on this instance now (the bus message reaches the others; see rooms-routes.ts). */
+    /** Live removal on this instance now (the bus message reaches the others; see rooms-routes/members.ts). */
     removeLocally: (roomId, userId) => live.removeUser(roomId, userId),
   });
 
