@@ -3,7 +3,7 @@
 # `npm ci && npm run build` here, copy only what the runtime stage needs into a clean folder, run
 # `npm ci --omit=dev` there and check that it
 #   - prints no error and installs no test or build tool (vitest, vite, drizzle-kit, tsx, happy-dom, ...),
-#   - stays under HERALD_PROD_MAX_MB (default 115) of node_modules,
+#   - stays within HERALD_PROD_MAX_MB (default 110: under half of the 222 MB of issue 29) of node_modules,
 #   - and that `npm run start:prod` (NODE_ENV=production, PostgreSQL + Redis) answers /health 200 and serves the
 #     web app, then exits 0 on SIGTERM.
 # Needs PostgreSQL (PGHOST/PGPORT/PGUSER, default 127.0.0.1:5432 postgres) and Redis (HERALD_PROD_CACHE_URL,
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
-MAX_MB="${HERALD_PROD_MAX_MB:-115}"
+MAX_MB="${HERALD_PROD_MAX_MB:-110}"
 CACHE_URL_CHECK="${HERALD_PROD_CACHE_URL:-redis://127.0.0.1:6379}"
 export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
 

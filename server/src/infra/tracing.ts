@@ -1,8 +1,7 @@
 // Owns Herald's own spans for work that runs outside an HTTP request (queue workers, chat sends over WebSocket).
 // Built on @opentelemetry/api only: with tracing off (ops/telemetry.ts starts no SDK) the API is a no-op and a
 // span costs a function call. Database and store calls made inside `withSpan` become its children, so the span
-// of one email or webhook delivery shows its queries. Push delivery (the durable queue's next worker) wraps each
-// send the same way: withSpan('push.send', { 'herald.push.subscription_id': id }, () => ...).
+// of one email, webhook or push delivery shows its queries and its outgoing request.
 import { type Attributes, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
 const tracer = trace.getTracer('herald');

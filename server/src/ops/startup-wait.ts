@@ -128,13 +128,18 @@ function storeProbe(url: string, cluster: boolean): { probe: Probe; classify: (e
           connectionName: 'herald-startup-wait',
         };
         const client = target ? new Redis({ ...target, ...options }) : new Redis(url, options);
-        client.on('error', () => {});
+        // ioredis rejects connect() with a bare "Connection is closed."; the socket's own error (ECONNREFUSED,
+        // ENOTFOUND, a TLS failure) arrives as an 'error' event and is the cause worth printing.
+        let socketError: unknown;
+        client.on('error', (err: unknown) => {
+          socketError ??= err;
+        });
         try {
           await client.connect();
           await client.ping();
           return;
         } catch (err) {
-          lastError = err;
+          lastError = socketError ?? err;
         } finally {
           client.disconnect();
         }

@@ -13,6 +13,7 @@ import { type Db, rowsOf, textArray } from '../infra/db.js';
 import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import { backoffMs, createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
+import { SpanKind, withSpan } from '../infra/tracing.js';
 import type { MessageBuilder } from './message.js';
 import { buildPayload, topicOf, urgencyOf } from './payload.js';
 import type { PushEvents, PushSender, PushSendResult as SendResult } from './ports.js';
@@ -310,7 +311,19 @@ export function createPushWorker(options: PushWorkerOptions) {
   const dispatch = (row: Claimed) => {
     inflightByService.set(row.push_service, (inflightByService.get(row.push_service) ?? 0) + 1);
     inflight++;
-    const p = deliver(row)
+    // One span per attempt (a queue consumer, as for emails and webhooks): the request to the push service and the
+    // queries that record its outcome are its children.
+    const p = withSpan(
+      'push.send',
+      {
+        'herald.push.delivery_id': row.id,
+        'herald.push.subscription_id': row.subscription_id,
+        'herald.push.service': row.push_service,
+        'herald.push.attempt': Number(row.attempts),
+      },
+      () => deliver(row),
+      SpanKind.CONSUMER,
+    )
       .catch((err: unknown) => {
         // The lease expires and the row is sent again: at least once.
         logger.warn({ err, deliveryId: row.id }, 'push outcome not recorded');

@@ -1,5 +1,7 @@
 // `npm run dev` (scripts/dev.mjs) stops everything it started on SIGTERM and on SIGINT: the API (npm → sh → tsx
-// watch → node) and Vite (npm → vite), so no port and no embedded-database lock is left held.
+// watch → node) and Vite (npm → vite), so no port and no embedded-database lock is left held. The signal goes to the
+// `npm run dev` process itself, as `kill -TERM <pid>` of an operator or a process manager sends it: npm forwards it
+// to its script, which must therefore be the script's node process (`exec`), not a shell that would die alone.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
@@ -83,7 +85,7 @@ describe('npm run dev stops all its children', { timeout: 300_000 }, () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`on ${signal}: API, tsx watch and Vite exit and their ports are free`, async () => {
       const [apiPort, webPort] = await Promise.all([freePort(), freePort()]);
-      const dev: ChildProcess = spawn(process.execPath, ['scripts/dev.mjs'], {
+      const dev: ChildProcess = spawn('npm', ['run', 'dev'], {
         cwd: ROOT,
         env: {
           PATH: process.env.PATH ?? '',
@@ -104,22 +106,24 @@ describe('npm run dev stops all its children', { timeout: 300_000 }, () => {
       trackChild(dev);
       const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
       const pid = dev.pid ?? 0;
+      let started: number[] = [];
       try {
         await until(
           'the API and Vite to listen',
           async () => (await listening(apiPort)) && (await listening(webPort)),
         );
-        const started = descendants(pid);
-        // npm, sh, tsx watch and its node child for the API; npm and vite for the web app.
-        expect(started.length).toBeGreaterThanOrEqual(4);
+        started = descendants(pid);
+        // scripts/dev.mjs; npm, sh, tsx watch and its node child for the API; npm and vite for the web app.
+        expect(started.length).toBeGreaterThanOrEqual(5);
         dev.kill(signal);
         expect(await exited).toBe(0);
         await until('every descendant to exit', () => started.every((p) => !alive(p)), 20_000);
         expect(await listening(apiPort)).toBe(false);
         expect(await listening(webPort)).toBe(false);
       } finally {
-        // Whatever is left (a failed assertion above) must not outlive the test.
-        for (const p of descendants(pid)) {
+        // Whatever is left (a failed assertion above) must not outlive the test: what was seen at the start too,
+        // since a process whose parent died is no longer a descendant.
+        for (const p of new Set([...started, ...descendants(pid)])) {
           try {
             process.kill(p, 'SIGKILL');
           } catch {

@@ -1,15 +1,20 @@
 // OpenTelemetry tracing end to end: a real server process with the standard OTEL_* variables exports OTLP/HTTP JSON
 // to a receiver on loopback; a request carrying a W3C `traceparent` produces spans (HTTP server, Fastify, pg,
-// ioredis) in the trace that was sent, the server span a child of the caller's span. Without the variables nothing
-// is exported.
+// ioredis) in the trace that was sent, the server span a child of the caller's span. An SSE stream, a chat send
+// and the email, webhook and push queue workers make their spans too. Without the variables nothing is exported.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateVapidKeys } from '../../src/config.js';
+import { CLUSTER_ORIGIN, createVerifiedUserOn, startCluster, type TestCluster } from '../helpers/cluster.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { TEST_AUTH_SECRET, TEST_REDIS_URL } from '../helpers/env.js';
 import { type ServerProcess, spawnServer } from '../helpers/process.js';
+import { startPushService, type TestPushService } from '../helpers/push-service.js';
 import { freePort } from '../helpers/redis-server.js';
+import { startReceiver as startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { openChat } from '../helpers/ws-client.js';
 
 interface OtlpSpan {
   traceId: string;
@@ -212,8 +217,156 @@ describe('OpenTelemetry tracing', () => {
   });
 });
 
+describe('spans of SSE, chat and the webhook and push workers', () => {
+  const vapid = generateVapidKeys();
+  let cluster: TestCluster;
+  let receiver: Receiver;
+  let push: TestPushService;
+  let hooks: WebhookReceiver;
+
+  beforeAll(async () => {
+    [receiver, push, hooks] = await Promise.all([
+      startReceiver(),
+      startPushService({ vapidPublicKey: vapid.publicKey }),
+      startWebhookReceiver(),
+    ]);
+    cluster = await startCluster({
+      instances: 1,
+      redis: 'shared',
+      env: {
+        ADMIN_EMAILS: 'otel-admin@example.test',
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        VAPID_PUBLIC_KEY: vapid.publicKey,
+        VAPID_PRIVATE_KEY: vapid.privateKey,
+        VAPID_SUBJECT: 'mailto:ops@example.com',
+        PUSH_ALLOW_PRIVATE_ENDPOINTS: 'true',
+        WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+        PUSH_QUEUE_POLL_MS: '100',
+        WEBHOOK_QUEUE_POLL_MS: '100',
+      },
+    });
+  });
+  afterAll(async () => {
+    await cluster?.close();
+    await Promise.all([receiver?.close(), push?.close(), hooks?.close()]);
+  });
+
+  // Longer than `until`'s own bound, so a missing span fails with its name rather than a bare timeout.
+  it('an SSE stream is one HTTP span of the sent trace; a chat send, a webhook delivery and a push send each make theirs', {
+    timeout: 180_000,
+  }, async () => {
+    const base = cluster.url(0);
+    const admin = await createVerifiedUserOn(cluster, 0, { email: 'otel-admin@example.test' });
+    const user = await createVerifiedUserOn(cluster, 0);
+    const headers = (cookie: string) => ({
+      'content-type': 'application/json',
+      origin: CLUSTER_ORIGIN,
+      cookie,
+    });
+
+    // SSE: the stream's server span continues the sent trace and ends when the client goes.
+    const traceId = randomBytes(16).toString('hex');
+    const parentSpanId = randomBytes(8).toString('hex');
+    await new Promise<void>((resolve, reject) => {
+      const req = http.get(
+        `${base}/notification/stream`,
+        {
+          headers: {
+            accept: 'text/event-stream',
+            cookie: user.cookie,
+            traceparent: `00-${traceId}-${parentSpanId}-01`,
+          },
+          agent: false,
+        },
+        (res) => {
+          expect(res.statusCode).toBe(200);
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        },
+      );
+      req.on('error', (err) => {
+        if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') reject(err);
+      });
+    });
+    const stream = await until('the SSE stream span', () =>
+      receiver.spans.find((s) => s.traceId === traceId && s.kind === 2 && s.parentSpanId === parentSpanId),
+    );
+    expect(JSON.stringify(stream.attributes)).toContain('/notification/stream');
+
+    // Chat: one span per send_message, with the database calls that stored it under it.
+    const chat = await openChat(`${base.replace('http', 'ws')}/chat`, {
+      cookie: user.cookie,
+      origin: CLUSTER_ORIGIN,
+    });
+    chat.send({ type: 'send_message', message: 'traced message', clientMessageId: 'otel-1' });
+    await chat.next('new_message');
+    await chat.close();
+    const chatSpan = await until('a chat.send_message span', () =>
+      receiver.spans.find((s) => s.name === 'chat.send_message'),
+    );
+    await until('a query under the chat span', () =>
+      receiver.spans.find(
+        (s) =>
+          s.parentSpanId === chatSpan.spanId &&
+          (attr(s, 'db.system') === 'postgresql' || attr(s, 'db.system.name') === 'postgresql'),
+      ),
+    );
+
+    // A webhook and a push for one notification to a user who is offline (no stream): `message` is not among the
+    // default email types, so push delivers it.
+    const hook = await fetch(`${base}/admin/webhooks`, {
+      method: 'POST',
+      headers: headers(admin.cookie),
+      body: JSON.stringify({ url: hooks.url(), events: ['notification.created'] }),
+    });
+    expect(hook.status).toBe(201);
+    const prefs = await fetch(`${base}/notification/preferences`, {
+      method: 'PATCH',
+      headers: headers(user.cookie),
+      body: JSON.stringify({ pushEnabled: true }),
+    });
+    expect(prefs.status).toBe(200);
+    const browser = push.browser();
+    const sub = await fetch(`${base}/notification/push/subscriptions`, {
+      method: 'POST',
+      headers: headers(user.cookie),
+      body: JSON.stringify(browser.subscription),
+    });
+    expect(sub.status).toBe(201);
+    const sent = await fetch(`${base}/admin/notifications/send`, {
+      method: 'POST',
+      headers: headers(admin.cookie),
+      body: JSON.stringify({
+        target: { scope: 'user', identifier: user.id },
+        notification: { type: 'message', title: 'traced', content: 'x' },
+      }),
+    });
+    expect(sent.status).toBe(200);
+    await push.until(() => push.accepted.some((m) => m.token === browser.token), 30_000);
+
+    for (const name of ['webhook.deliver', 'push.send']) {
+      const span = await until(`a ${name} span`, () => receiver.spans.find((s) => s.name === name));
+      expect(span.kind, name).toBe(5); // CONSUMER
+      // The request to the receiver (an HTTP client span) is its child, in its trace.
+      const request = await until(`the outgoing request under ${name}`, () =>
+        receiver.spans.find((s) => s.parentSpanId === span.spanId && s.kind === 3),
+      );
+      expect(request.traceId).toBe(span.traceId);
+    }
+    const pushSpan = receiver.spans.find((s) => s.name === 'push.send');
+    expect(pushSpan && attr(pushSpan, 'herald.push.service')).toBe(push.origin);
+    expect(push.errors).toEqual([]);
+  });
+});
+
 describe('tracing off by default', () => {
-  it('without OTEL_* variables nothing is exported and no SDK is loaded', async () => {
+  // A bound against a hang (the server process starts inside the test), as long as the hooks': a loaded machine can
+  // take over a minute to start one.
+  it('without OTEL_* variables nothing is exported and no SDK is loaded', { timeout: 120_000 }, async () => {
     const [db, receiver, port] = await Promise.all([createTestDatabase(), startReceiver(), freePort()]);
     // An endpoint pointing at the receiver, but OTEL_SDK_DISABLED wins; a second run with no variable at all is
     // the same code path (Config.tracing null), so one process covers both.

@@ -3,7 +3,7 @@
 // size limit, Urgency and Topic; how answers are classified.
 import { createECDH } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { generateVapidKeys } from '../../src/config.js';
+import { type Config, generateVapidKeys } from '../../src/config.js';
 import { createMessageBuilder, VAPID_TOKEN_SECONDS } from '../../src/push/message.js';
 import {
   buildPayload,
@@ -14,6 +14,7 @@ import {
   urgencyOf,
 } from '../../src/push/payload.js';
 import { classify, retryAfterMs } from '../../src/push/worker.js';
+import { pushTransport } from '../../src/root/outbound.js';
 import { decryptAes128gcm, verifyVapid } from '../helpers/push-service.js';
 
 const u = (s: string) => Buffer.from(s, 'base64url');
@@ -203,5 +204,35 @@ describe('payload fields and answers', () => {
     expect(retryAfterMs('soon')).toBe(0);
     const now = Date.parse('2026-01-01T00:00:00Z');
     expect(retryAfterMs('Thu, 01 Jan 2026 00:00:10 GMT', now)).toBe(10_000);
+  });
+});
+
+describe('endpoints checked again at send time (the pinned-address sender push is wired to)', () => {
+  it('an endpoint whose name now resolves to a private address is refused without a request, and not retried', async () => {
+    let answer = '93.184.215.14';
+    const transport = pushTransport(
+      { PUSH_TIMEOUT_MS: 1_000, PUSH_ALLOW_PRIVATE_ENDPOINTS: false } as Config,
+      async () => [{ address: answer, family: 4 }],
+    );
+    const url = new URL('https://push.example/send/1');
+    // At subscribe time the name was public.
+    expect(await transport.checkAddress(url)).toBeNull();
+    // Then it re-resolves to a private address (DNS rebinding): the send is refused before any connection.
+    answer = '10.1.2.3';
+    expect(await transport.checkAddress(url)).toMatch(/private|10\.1\.2\.3/);
+    const send = transport.createSender();
+    try {
+      const result = await send({
+        url: url.href,
+        headers: {},
+        body: Buffer.from('x'),
+        contentType: 'application/octet-stream',
+        userAgent: 'test',
+      });
+      expect(result).toMatchObject({ ok: false, statusCode: null, refused: true });
+      expect(classify(result)).toBe('failed');
+    } finally {
+      send.close();
+    }
   });
 });

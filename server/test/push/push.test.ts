@@ -298,6 +298,32 @@ describe('web push', () => {
       await strict.close();
     });
 
+    it('development: a key pair is generated into DATA_DIR once and reused; production does not generate one', async () => {
+      const { mkdtempSync, readFileSync, rmSync, existsSync } = await import('node:fs');
+      const { tmpdir } = await import('node:os');
+      const path = await import('node:path');
+      const dir = mkdtempSync(path.join(tmpdir(), 'herald-vapid-'));
+      try {
+        const dev = { NODE_ENV: 'development', DATA_DIR: dir };
+        const first = loadConfig(dev).vapid;
+        expect(first?.publicKey).toMatch(/^[A-Za-z0-9_-]{87}$/);
+        expect(first?.subject).toMatch(/^mailto:/);
+        const stored = JSON.parse(readFileSync(path.join(dir, 'vapid-keys.json'), 'utf8')) as {
+          publicKey: string;
+          privateKey: string;
+        };
+        expect(stored.publicKey).toBe(first?.publicKey);
+        // A restart keeps the pair (browsers subscribed with it keep working).
+        expect(loadConfig(dev).vapid?.publicKey).toBe(first?.publicKey);
+        const prodDir = path.join(dir, 'prod');
+        const { VAPID_PUBLIC_KEY: _p, VAPID_PRIVATE_KEY: _k, VAPID_SUBJECT: _s, ...rest } = env.baseEnv;
+        expect(loadConfig({ ...rest, NODE_ENV: 'production', DATA_DIR: prodDir }).vapid).toBeNull();
+        expect(existsSync(path.join(prodDir, 'vapid-keys.json'))).toBe(false);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('push off: public key and subscribe answer 404 PUSH_NOT_CONFIGURED; a partial key set stops start-up', async () => {
       const { VAPID_PUBLIC_KEY: _p, VAPID_PRIVATE_KEY: _k, VAPID_SUBJECT: _s, ...rest } = env.baseEnv;
       const base = { ...rest, NODE_ENV: 'production' };
@@ -504,6 +530,56 @@ describe('web push', () => {
       expect(push.received.filter((m) => m.payload.id === n.id)).toHaveLength(2);
       expect(fast.browser.token).toBeTruthy();
       await waitForStatus(n.id, 'sent');
+    });
+
+    it('a browser taken over by another user never shows what was queued for the previous one', async () => {
+      const first = await pushUser();
+      const second = await pushUser();
+      const { browser } = await subscribe(first);
+      // The first attempt is throttled for 2 s: the message stays queued for `first` meanwhile.
+      push.program(browser.token, [{ status: 429, headers: { 'retry-after': '2' } }]);
+      const n = await send(first, {});
+      await push.until(() => push.requests.some((m) => m.token === browser.token));
+      // `second` signs in on that browser and subscribes it: same endpoint, new owner.
+      const moved = await call(
+        'POST',
+        '/notification/push/subscriptions',
+        second.cookie,
+        browser.subscription,
+      );
+      expect(moved.statusCode).toBe(200);
+      const [row] = await waitForStatus(n.id, 'cancelled');
+      expect(row?.error).toBe('subscription removed');
+      expect(push.requests.filter((m) => m.token === browser.token).map((m) => m.status)).toEqual([429]);
+    });
+
+    it('a broadcast batch queues every user’s browsers in one statement, not one per user', async () => {
+      const users = await Promise.all([0, 1, 2, 3].map(() => pushUser()));
+      for (const u of users) await subscribe(u);
+      const two = await subscribe(users[0] as TestUser);
+      const statements: string[] = [];
+      const db = app.ctx.database.db;
+      const original = db.execute.bind(db);
+      // Observation only (the statement still runs): how many push queue inserts one batch costs.
+      db.execute = ((q: Parameters<typeof original>[0]) => {
+        const text = JSON.stringify(q);
+        if (text.includes('insert into push_delivery')) statements.push(text);
+        return original(q);
+      }) as typeof db.execute;
+      try {
+        await app.notifications.createForUsers(
+          users.map((u) => u.id),
+          { type: 'message', title: 'to all four', content: 'x' },
+        );
+      } finally {
+        db.execute = original;
+      }
+      expect(statements).toHaveLength(1);
+      // Five browsers (one user has two), each sent its message.
+      await push.until(() => push.accepted.filter((m) => m.payload.title === 'to all four').length === 5);
+      expect(
+        push.accepted.some((m) => m.token === two.browser.token && m.payload.title === 'to all four'),
+      ).toBe(true);
     });
 
     it('reports queue depth, sends and failures to Prometheus', async () => {
