@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authOf, requireUser, type SessionResolver } from '../auth/guard.js';
+import { CONTROL_MESSAGE, hasControl, hasInvisible, INVISIBLE_MESSAGE } from '../http/display-text.js';
 import { AppError, forbidden, httpError, notFound } from '../http/errors.js';
 import { ErrorSchema, noNul } from '../http/schemas.js';
 import {
@@ -172,7 +173,15 @@ export function registerRoomRoutes(app: FastifyInstance, deps: RoomRoutesDeps): 
         summary: 'Create a public or private room; the caller is its owner',
         security,
         body: z.strictObject({
-          name: z.string().trim().min(1).max(80).refine(noNul, NO_NUL),
+          name: z
+            .string()
+            .trim()
+            .min(1)
+            .max(80)
+            .refine(noNul, NO_NUL)
+            // Shown to every member and in the public directory: one line, nothing invisible (issue 22 #8).
+            .refine((v) => !hasControl(v), CONTROL_MESSAGE)
+            .refine((v) => !hasInvisible(v), INVISIBLE_MESSAGE),
           kind: z.enum(['public', 'private']),
           memberIds: z.array(UserIdSchema).max(100).optional(),
         }),

@@ -49,6 +49,8 @@ describe('profile text and image', () => {
     ['an Arabic letter mark', 'Ann\u061c'],
     ['a trailing zero-width joiner', 'Ann\u200d'],
     ['a zero-width non-joiner next to a space', 'Ann \u200cBob'],
+    ['a deprecated format character', 'Ann\u206aBob'],
+    ['an interlinear annotation character', 'Ann\ufff9Bob'],
   ])('sign-up refuses a name that is %s (400 INVALID_NAME)', async (_, name) => {
     const res = await signUp(name);
     expect(res.statusCode, res.body).toBe(400);
