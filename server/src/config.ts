@@ -416,7 +416,7 @@ export const EnvSchema = z.object({
   // GET /health reuses its database and store check results for this long (load balancers poll it; 0 = check
   // on every request). Shutdown and overload are reported at once whatever this says.
   HEALTH_CACHE_MS: int(1_000, 0, 60_000),
-  // The access log ("incoming request" / "request completed" at info) of the polled read routes (GET /health,
+  // The access log (one "request completed" line at info per request) of the polled read routes (GET /health,
   // /notification/unread-count, /notification/counts, /notification/list); off by default: they are the bulk of
   // the traffic and each line costs a write. Errors on them are logged either way.
   ACCESS_LOG_POLLED_ROUTES: bool(false),

@@ -4,12 +4,21 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authOf, requireAdmin, type SessionResolver } from '../auth/guard.js';
+import { CONTROL_MESSAGE, hasControl, hasInvisible, INVISIBLE_MESSAGE } from '../http/display-text.js';
 import { notFound, validationError } from '../http/errors.js';
 import { ErrorSchema, noNul } from '../http/schemas.js';
 import { API_KEY_SCOPES, type ApiKeyService } from './service.js';
 
 export const CreateApiKeyBodySchema = z.strictObject({
-  name: z.string().trim().min(1).max(100).refine(noNul, 'must not contain NUL characters'),
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(100)
+    .refine(noNul, 'must not contain NUL characters')
+    // Listed to every administrator: one line, nothing invisible (issue 22 #8).
+    .refine((v) => !hasControl(v), CONTROL_MESSAGE)
+    .refine((v) => !hasInvisible(v), INVISIBLE_MESSAGE),
   scopes: z.array(z.enum(API_KEY_SCOPES)).min(1).max(API_KEY_SCOPES.length),
   expiresAt: z.iso
     .datetime({ offset: true })

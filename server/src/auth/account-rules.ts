@@ -1,37 +1,16 @@
 // Owns the rules on what an account may hold, enforced by better-auth hooks on every path that writes a user
 // (sign-up, magic-link sign-up, update-user, admin create-user/update-user/set-role/ban-user/remove-user):
-// profile text (the name is copied into every chat message and every email greeting), image URLs, the role
+// profile text (the name is copied into every chat message and every email greeting; its characters follow
+// http/display-text.ts), image URLs, the role
 // vocabulary Herald understands, and that the last administrator cannot be demoted, banned or removed.
 import { APIError } from 'better-auth/api';
 import { sql } from 'drizzle-orm';
+import { CONTROL, hasControl, hasInvisible, INVISIBLE } from '../http/display-text.js';
 import { type Db, rowsOf } from '../infra/db.js';
 
 export const NAME_MAX_CHARS = 64;
 export const IMAGE_MAX_CHARS = 2048;
 export const ROLES = ['user', 'admin'] as const;
-
-// Control characters (C0, DEL, C1) and the Unicode line/paragraph separators: a name is one line of text.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-// Invisible and bidirectional formatting characters: a name made with them can look like another user's name
-// ("admin\u200b") or reverse the text shown after it (U+202E). Refused: soft hyphen U+00AD, Arabic letter mark
-// U+061C, Mongolian vowel separator U+180E, zero-width space U+200B, LRM/RLM U+200E–U+200F, the embeddings and
-// overrides U+202A–U+202E, word joiner and invisible operators U+2060–U+2064, the isolates U+2066–U+2069 and the
-// BOM / zero-width no-break space U+FEFF.
-const INVISIBLE = /[\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/;
-// The zero-width (non-)joiners U+200C/U+200D are part of how Persian, Arabic and Indic names are written and of
-// emoji sequences (👨‍👩‍👧), so they are allowed exactly there: between two letters/marks, or (ZWJ) between two
-// emoji. Anywhere else (leading, trailing, next to a space or punctuation, doubled) they only hide text.
-const JOINER_IN_WORD = /(?<=[\p{L}\p{M}])\u200c(?=[\p{L}\p{M}])|(?<=[\p{L}\p{M}])\u200d(?=[\p{L}\p{M}])/gu;
-const JOINER_IN_EMOJI =
-  /(?<=\p{Extended_Pictographic}|\p{Emoji_Modifier}|\ufe0f)\u200d(?=\p{Extended_Pictographic})/gu;
-
-/** True when `text` holds an invisible or bidirectional control character (see INVISIBLE above). */
-export function hasInvisible(text: string): boolean {
-  if (INVISIBLE.test(text)) return true;
-  if (!text.includes('\u200c') && !text.includes('\u200d')) return false;
-  return /[\u200c\u200d]/.test(text.replace(JOINER_IN_WORD, '').replace(JOINER_IN_EMOJI, ''));
-}
 
 const refuse = (code: string, message: string) => APIError.from('BAD_REQUEST', { code, message });
 
@@ -44,7 +23,7 @@ export function validName(value: unknown): string {
   if (length < 1 || length > NAME_MAX_CHARS) {
     throw refuse('INVALID_NAME', `Name must be 1 to ${NAME_MAX_CHARS} characters`);
   }
-  if (CONTROL.test(name)) {
+  if (hasControl(name)) {
     throw refuse('INVALID_NAME', 'Name must be a single line without control characters');
   }
   if (hasInvisible(name)) {

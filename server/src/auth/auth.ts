@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { type Config, normalizeLocale } from '../config.js';
 import type { EventOutbox } from '../events/outbox.js';
+import type { ErrorBody } from '../http/errors.js';
 import type { Db } from '../infra/db.js';
 import type { EmailOutbox } from '../infra/email-outbox.js';
 import type { Logger } from '../infra/logger.js';
@@ -183,22 +184,15 @@ export function createAuth({
           )}) and role is distinct from 'admin'`,
     );
   };
-  // Answers a body the bridge refused (auth/bridge.ts BODY_REFUSED_HEADER) after better-auth's router has
-  // counted the request against the route's rate limit (its onRequest runs the limiter before plugins').
+  // Answers a body the bridge refused (auth/bridge.ts, BODY_REFUSED_HEADER: broken or too deeply nested JSON, NUL,
+  // an unsupported content type) after better-auth's router has counted the request against the route's rate
+  // limit (its onRequest runs the limiter before plugins').
   const bodyGuard: BetterAuthPlugin = {
     id: 'herald-body-guard',
-    onRequest: async (request) =>
-      request.headers.get(BODY_REFUSED_HEADER)
-        ? {
-            response: Response.json(
-              {
-                code: 'INVALID_JSON',
-                message: `Body must be JSON nested at most ${MAX_AUTH_BODY_DEPTH} levels deep`,
-              },
-              { status: 400 },
-            ),
-          }
-        : undefined,
+    onRequest: async (request) => {
+      const refusal = decodeBodyRefusal(request.headers.get(BODY_REFUSED_HEADER));
+      return refusal ? { response: Response.json(refusal.body, { status: refusal.status }) } : undefined;
+    },
   };
 
   const sensitiveRule = { window: config.AUTH_RATE_LIMIT_WINDOW_S, max: config.AUTH_RATE_LIMIT_MAX };
@@ -450,7 +444,37 @@ export type Auth = ReturnType<typeof createAuth>;
 export const MAX_AUTH_BODY_DEPTH = 32;
 /**
  * Set by the bridge (and dropped from what clients send) on a request whose body was refused: better-auth's
- * router runs its rate limit first and then the body-guard plugin answers 400 INVALID_JSON, so the refused
- * request counts against the route's limit like any other.
+ * router runs its rate limit first and then the body-guard plugin answers with the refusal, so a malformed
+ * request counts against the route's limit like any other (CONTRACT §8). Its value is encodeBodyRefusal's.
  */
 export const BODY_REFUSED_HEADER = 'x-herald-body-refused';
+
+/** The 4xx a refused /auth body gets, in the contract's error shape. */
+export interface BodyRefusal {
+  status: number;
+  body: ErrorBody;
+}
+
+/** A header-safe form of the refusal (percent-encoded JSON: the details may name any body key). */
+export function encodeBodyRefusal(refusal: BodyRefusal): string {
+  return encodeURIComponent(JSON.stringify(refusal));
+}
+
+const FALLBACK_REFUSAL: BodyRefusal = {
+  status: 400,
+  body: { code: 'INVALID_JSON', message: 'Body must be valid JSON' },
+};
+
+export function decodeBodyRefusal(value: string | null): BodyRefusal | undefined {
+  if (!value) return undefined;
+  try {
+    const parsed = JSON.parse(decodeURIComponent(value)) as Partial<BodyRefusal>;
+    const { status, body } = parsed;
+    if (typeof status === 'number' && status >= 400 && status < 500 && typeof body?.code === 'string') {
+      return { status, body };
+    }
+  } catch {
+    // Only the bridge sets the header; anything unreadable still refuses the body.
+  }
+  return FALLBACK_REFUSAL;
+}

@@ -9,7 +9,13 @@ import type { Database } from '../infra/db.js';
 import { session as sessionTable } from '../infra/schema/index.js';
 import type { Store } from '../infra/store.js';
 import { isLastAdminViolation, LAST_ADMIN_MESSAGE } from './account-rules.js';
-import { type Auth, BODY_REFUSED_HEADER, MAX_AUTH_BODY_DEPTH } from './auth.js';
+import {
+  type Auth,
+  BODY_REFUSED_HEADER,
+  type BodyRefusal,
+  encodeBodyRefusal,
+  MAX_AUTH_BODY_DEPTH,
+} from './auth.js';
 import type { SessionResolver } from './guard.js';
 import type { Revocation } from './revocation.js';
 import type { GetSessionFastPath } from './session-read.js';
@@ -27,8 +33,68 @@ interface Target {
   search: URLSearchParams;
   method: 'GET' | 'POST';
   body?: string;
-  /** The body was refused (too deeply nested): better-auth counts the request, then answers 400. */
-  refused?: boolean;
+  /** The body was refused (malformed): better-auth counts the request against the route's limit, then answers. */
+  refusal?: BodyRefusal;
+}
+
+/**
+ * What the /auth body parsers hand on instead of a body they refuse (broken JSON, NUL, an unsupported content
+ * type): answering from the parser would skip better-auth's rate limit, so a client could send malformed bodies
+ * without limit. The handler passes the refusal through better-auth instead (BODY_REFUSED_HEADER).
+ */
+const REFUSED = Symbol('refusedAuthBody');
+interface RefusedBody {
+  [REFUSED]: BodyRefusal;
+}
+
+function refusedBody(error: AppError): RefusedBody {
+  return {
+    [REFUSED]: {
+      status: error.statusCode,
+      body: {
+        code: error.code,
+        message: error.message,
+        ...(error.details ? { details: error.details } : {}),
+      },
+    },
+  };
+}
+
+function isRefusedBody(body: unknown): body is RefusedBody {
+  return typeof body === 'object' && body !== null && REFUSED in body;
+}
+
+const UNSUPPORTED_TYPE = () =>
+  refusedBody(httpError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json'));
+
+/** Why a POST's body is refused, or undefined when it may go on to better-auth. */
+function bodyRefusal(request: FastifyRequest): BodyRefusal | undefined {
+  const body = request.body;
+  if (body === undefined) return undefined;
+  if (isRefusedBody(body)) return body[REFUSED];
+  const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type === 'application/x-www-form-urlencoded' && !FORM_PATHS.test(request.url.split('?')[0] ?? '')) {
+    return UNSUPPORTED_TYPE()[REFUSED];
+  }
+  // Re-serialising (or validating) such a body would overflow the stack: a 500 that also skipped the rate limit.
+  if (typeof body === 'object' && nestedDeeperThan(body, MAX_AUTH_BODY_DEPTH)) {
+    return refusedBody(
+      httpError('INVALID_JSON', `Body must be JSON nested at most ${MAX_AUTH_BODY_DEPTH} levels deep`),
+    )[REFUSED];
+  }
+  return undefined;
+}
+
+/** Where a refused POST goes: its route (so the route's limit counts it), with an empty body. */
+function refusedTarget(request: FastifyRequest, refusal: BodyRefusal): Target {
+  const [rawPath = '/', rawSearch = ''] = request.url.split('?', 2) as [string, string?];
+  return {
+    pathname: ALIASES[rawPath] ?? rawPath,
+    search: new URLSearchParams(rawSearch),
+    method: 'POST',
+    body: '{}',
+    refusal,
+  };
 }
 
 const INTERNAL_HEADERS = new Set(['x-herald-client-ip', BODY_REFUSED_HEADER]);
@@ -70,11 +136,6 @@ function resolveTarget(request: FastifyRequest): Target {
   }
   let body: string | undefined;
   if (method === 'POST') {
-    if (typeof request.body === 'object' && nestedDeeperThan(request.body, MAX_AUTH_BODY_DEPTH)) {
-      // Re-serialising (or validating) such a body would overflow the stack: a 500 that also skipped the rate
-      // limit. better-auth sees an empty object and the refusal marker instead.
-      return { pathname, search, method, body: '{}', refused: true };
-    }
     // A POST without a body reaches better-auth as `{}`: some of its handlers assume a parsed object and would
     // otherwise crash (500) instead of answering a validation error.
     body =
@@ -120,7 +181,7 @@ function toWebRequest(request: FastifyRequest, target: Target, baseUrl: string):
   }
   // request.ip is the socket address unless TRUST_PROXY is configured on the Fastify instance.
   headers.set('x-herald-client-ip', request.ip);
-  if (target.refused) headers.set(BODY_REFUSED_HEADER, 'too-deep');
+  if (target.refusal) headers.set(BODY_REFUSED_HEADER, encodeBodyRefusal(target.refusal));
   headers.delete('content-length');
   headers.delete('transfer-encoding');
   if (target.body === undefined) headers.delete('content-type');
@@ -168,7 +229,9 @@ export function registerAuthBridge(app: FastifyInstance, deps: AuthBridgeDeps): 
       (_req, body, done) => done(null, body),
     );
     // better-auth's clients POST some routes (sign-out) with a JSON content type and no body; treat an empty
-    // JSON body as absent instead of answering INVALID_JSON. Broken JSON still maps to 400 INVALID_JSON.
+    // JSON body as absent instead of answering INVALID_JSON. Broken JSON (400 INVALID_JSON), NUL (400
+    // VALIDATION_ERROR) and any other content type (415) are refused through better-auth, so they count against
+    // the route's rate limit (bodyRefusal above).
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
       const text = typeof body === 'string' ? body : body.toString('utf8');
@@ -177,34 +240,20 @@ export function registerAuthBridge(app: FastifyInstance, deps: AuthBridgeDeps): 
       try {
         parsed = JSON.parse(text);
       } catch {
-        done(
-          Object.assign(new Error('Body must be valid JSON'), {
-            statusCode: 400,
-            code: 'FST_ERR_CTP_INVALID_JSON_BODY',
-          }),
-        );
+        done(null, refusedBody(httpError('INVALID_JSON', 'Body must be valid JSON')));
         return;
       }
-      done(nulError(parsed), parsed);
+      const nul = nulError(parsed);
+      done(null, nul ? refusedBody(nul) : parsed);
     });
+    scope.addContentTypeParser('*', { parseAs: 'string' }, (_req, _body, done) =>
+      done(null, UNSUPPORTED_TYPE()),
+    );
     scope.route({
       method: ['GET', 'POST'],
       url: '/auth/*',
       schema: { hide: true },
       handler: async (request, reply) => {
-        if (request.method === 'POST' && request.body !== undefined) {
-          const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-          const path = request.url.split('?')[0] ?? '';
-          const allowed =
-            type === 'application/json' ||
-            (type === 'application/x-www-form-urlencoded' && FORM_PATHS.test(path));
-          if (!allowed) {
-            return sendError(reply, 415, {
-              code: 'UNSUPPORTED_MEDIA_TYPE',
-              message: 'Content-Type must be application/json',
-            });
-          }
-        }
         // The session read front ends poll: answered from the guard's caches when that gives better-auth's exact
         // answer (auth/session-read.ts); a query string (disableCookieCache, disableRefresh, …) always goes on.
         if (getSession && request.method === 'GET' && request.url === '/auth/get-session') {
@@ -218,7 +267,8 @@ export function registerAuthBridge(app: FastifyInstance, deps: AuthBridgeDeps): 
             return reply.send(fast.body);
           }
         }
-        const target = resolveTarget(request);
+        const refusal = request.method === 'POST' ? bodyRefusal(request) : undefined;
+        const target = refusal ? refusedTarget(request, refusal) : resolveTarget(request);
         const { revocation, sessions, database } = deps;
         const unavailable = () =>
           sendError(reply, 503, { code: 'UNAVAILABLE', message: 'Temporarily unavailable, retry shortly' });

@@ -32,7 +32,7 @@ export function installSecurityHeaders(app: FastifyInstance): void {
  * a separate file), the spec is fetched from /docs/json, and the logo is a data: URL. So scripts come only from
  * 'self': a script injected through the spec (a description, an example) cannot run, and nothing is sent to a
  * third party (swagger's online validator badge is not allowed either).
- * test/http/docs-csp.test.ts loads the page in Chromium and checks it renders with no violation.
+ * web/e2e/docs-csp.test.ts loads the page in Chromium and checks it renders with no violation.
  */
 export function docsContentSecurityPolicy(https: boolean): string {
   return [

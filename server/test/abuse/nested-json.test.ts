@@ -1,5 +1,6 @@
 // Issue 22 (5): deeply nested JSON on an /auth POST is a 400 that counts against the route's rate limit, never a
-// 500 with an error-level stack trace.
+// 500 with an error-level stack trace. So does every other malformed /auth body (broken JSON, NUL, another content
+// type): CONTRACT §8.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
@@ -47,6 +48,52 @@ describe('deeply nested JSON on /auth', () => {
     expect(statuses.slice(MAX).every((s) => s === 429)).toBe(true);
     expect(logged.filter((l) => Number(l.level) >= 50)).toEqual([]);
   });
+
+  let lastOctet = 0;
+  // CONTRACT §8: malformed input on /auth counts against the route's rate limit like any other request, whatever
+  // is wrong with it (these used to be answered by the body parser, before better-auth's limiter saw them).
+  it.each([
+    ['broken JSON', 'application/json', '{"email":', 400, 'INVALID_JSON'],
+    [
+      'a NUL character',
+      'application/json',
+      '{"email":"a\\u0000@example.test","password":"x"}',
+      400,
+      'VALIDATION_ERROR',
+    ],
+    ['a text/plain body', 'text/plain', 'email=a@example.test', 415, 'UNSUPPORTED_MEDIA_TYPE'],
+    [
+      'a form body on a JSON route',
+      'application/x-www-form-urlencoded',
+      'email=a%40example.test',
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    ],
+  ] as const)(
+    "%s (as %s): refused, then 429 once the route's limit is spent",
+    async (_, type, payload, status, code) => {
+      // One address per case: each starts with the route's whole allowance.
+      const address = `10.9.8.${++lastOctet}`;
+      const statuses: number[] = [];
+      for (let i = 0; i < MAX + 3; i++) {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/auth/sign-in/email',
+          headers: { ...jsonHeaders(), 'content-type': type },
+          payload,
+          remoteAddress: address,
+        });
+        statuses.push(res.statusCode);
+        if (i === 0) {
+          expect(res.statusCode, res.body).toBe(status);
+          expect(res.json()).toMatchObject({ code });
+        }
+        if (res.statusCode === 429) expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      }
+      expect(statuses).toEqual([...Array(MAX).fill(status), 429, 429, 429]);
+      expect(logged.filter((l) => Number(l.level) >= 50)).toEqual([]);
+    },
+  );
 
   it("answers 400 INVALID_JSON on Herald's own routes (a notification's metadata.data) instead of a 500", async () => {
     const admin = await createAdmin(app, env.smtp);

@@ -317,6 +317,10 @@ describe('API keys', () => {
     ['a name too long', { name: 'x'.repeat(101), scopes: ['metrics:read'] }],
     ['an empty name', { name: '  ', scopes: ['metrics:read'] }],
     ['a missing name', { scopes: ['metrics:read'] }],
+    // Issue 22 (8): listed to every administrator, so one line and nothing invisible, like a user's name.
+    ['a name with a newline', { name: 'billing\nservice', scopes: ['metrics:read'] }],
+    ['a name with a right-to-left override', { name: 'billing\u202eecivres', scopes: ['metrics:read'] }],
+    ['a name with a zero-width space', { name: 'billing\u200b', scopes: ['metrics:read'] }],
     ['a bad expiry', { name: 'x', scopes: ['metrics:read'], expiresAt: 'tomorrow' }],
     ['a past expiry', { name: 'x', scopes: ['metrics:read'], expiresAt: '2020-01-01T00:00:00Z' }],
   ])('refuses %s with 400 VALIDATION_ERROR', async (_name, payload) => {

@@ -49,6 +49,8 @@ describe('profile text and image', () => {
     ['an Arabic letter mark', 'Ann\u061c'],
     ['a trailing zero-width joiner', 'Ann\u200d'],
     ['a zero-width non-joiner next to a space', 'Ann \u200cBob'],
+    ['a deprecated format character', 'Ann\u206aBob'],
+    ['an interlinear annotation character', 'Ann\ufff9Bob'],
   ])('sign-up refuses a name that is %s (400 INVALID_NAME)', async (_, name) => {
     const res = await signUp(name);
     expect(res.statusCode, res.body).toBe(400);
@@ -208,7 +210,7 @@ describe('one-time tokens and logs', () => {
   const lines: string[] = [];
   beforeAll(async () => {
     env = await createTestEnv();
-    // development: Fastify's access log (incoming request / request completed) is on, as in production.
+    // development: the access log (one "request completed" line per request) is on, as in production.
     app = await env.app(
       { NODE_ENV: 'development', LOG_LEVEL: 'info' },
       { logStream: { write: (line: string) => void lines.push(line) } },
@@ -255,7 +257,7 @@ describe('one-time tokens and logs', () => {
     await app.inject({ url: `/auth/reset-password/${secret}c?callbackURL=%2Freset` });
     await new Promise((r) => setTimeout(r, 100));
     const text = lines.join('');
-    expect(text).toContain('incoming request');
+    expect(text).toContain('request completed');
     expect(text).toContain('/auth/reset-password/[redacted]');
     expect(text).not.toContain(secret);
   });

@@ -1,6 +1,7 @@
 // Issue 22 (4): the last active administrator cannot be lost to a race. Two admins demoting or banning each other
 // at the same moment used to both pass the LAST_ADMIN check and leave none; the check is now serialised in
-// PostgreSQL, so every round leaves at least one (and exactly one of the two requests is refused).
+// PostgreSQL, so every round leaves at least one (and exactly one of the two requests is refused). The two
+// requests go to two instances sharing the database and the store, as in the report.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
@@ -13,9 +14,10 @@ const ROUNDS = 10;
 describe('the last administrator under concurrency', () => {
   let env: TestEnv;
   let app: App;
+  let other: App;
   beforeAll(async () => {
     env = await createTestEnv();
-    app = await env.app();
+    [app, other] = await Promise.all([env.app(), env.app()]);
   });
   afterAll(() => env.close());
 
@@ -36,8 +38,8 @@ describe('the last administrator under concurrency', () => {
     return [a, b];
   }
 
-  const act = (kind: 'demote' | 'ban', actor: TestUser, target: TestUser) =>
-    app.inject({
+  const act = (kind: 'demote' | 'ban', actor: TestUser, target: TestUser, on: App = app) =>
+    on.inject({
       method: 'POST',
       url: kind === 'demote' ? '/auth/admin/set-role' : '/auth/admin/ban-user',
       headers: jsonHeaders(actor.cookie),
@@ -55,7 +57,7 @@ describe('the last administrator under concurrency', () => {
     async (_, first, second) => {
       for (let round = 0; round < ROUNDS; round++) {
         const [a, b] = await pair();
-        const results = await Promise.all([act(first, a, b), act(second, b, a)]);
+        const results = await Promise.all([act(first, a, b, app), act(second, b, a, other)]);
         const statuses = results.map((r) => r.statusCode).sort();
         expect(await activeAdmins(), `round ${round}: ${statuses}`).toBe(1);
         // One wins; the other is told why (never a 500).
@@ -78,7 +80,7 @@ describe('the last administrator under concurrency', () => {
           headers: jsonHeaders(a.cookie),
           payload: { userId: b.id },
         }),
-        act('demote', b, a),
+        act('demote', b, a, other),
       ]);
       expect(await activeAdmins(), results.map((r) => `${r.statusCode} ${r.body}`).join(' | ')).toBe(1);
       expect(results.every((r) => r.statusCode < 500)).toBe(true);

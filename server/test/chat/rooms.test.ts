@@ -202,6 +202,11 @@ describe('chat rooms across two instances', () => {
         ['POST', '/chat/rooms', { name: 'ok', kind: 'direct' }, 400, alice],
         ['POST', '/chat/rooms', { name: 'ok', kind: 'public', extra: 1 }, 400, alice],
         ['POST', '/chat/rooms', { name: 'ok\u0000', kind: 'public' }, 400, alice],
+        // Issue 22 (8): a room name is shown to others like a user's name: one line, nothing invisible.
+        ['POST', '/chat/rooms', { name: 'Release\nplanning', kind: 'public' }, 400, alice],
+        ['POST', '/chat/rooms', { name: 'Ann\u202egnp.exe', kind: 'public' }, 400, alice],
+        ['POST', '/chat/rooms', { name: 'general\u200b', kind: 'public' }, 400, alice],
+        ['POST', '/chat/rooms', { name: 'a\u2066b\u2069', kind: 'private' }, 400, alice],
         ['POST', '/chat/rooms', { name: 'ok', kind: 'private', memberIds: Array(101).fill('u') }, 400, alice],
         ['POST', '/chat/rooms', { name: 'ok', kind: 'private', memberIds: ['no-such-user'] }, 404, alice],
         ['GET', '/chat/rooms/not-a-room', undefined, 400, alice],

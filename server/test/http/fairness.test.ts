@@ -5,8 +5,9 @@
 import { setImmediate as yieldLoop } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
+import { apiKeyIdentity } from '../../src/http/client-limits.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
-import { createVerifiedUser, type TestUser } from '../helpers/users.js';
+import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
 
 const OTHERS = 8;
 const HOG_IN_FLIGHT = 250;
@@ -101,6 +102,55 @@ describe('one user cannot take an instance away from everyone', () => {
     // A bound against hangs (250 workers on a shared, loaded machine), not a performance threshold.
   }, 180_000);
 
+  /** An API key (scope notifications:send) created by a fresh admin of `on`. */
+  const keyFor = async (on: App, smtp: TestEnv['smtp']) => {
+    const admin = await createAdmin(on, smtp);
+    const res = await on.inject({
+      method: 'POST',
+      url: '/admin/api-keys',
+      headers: jsonHeaders(admin.cookie),
+      payload: { name: 'fairness', scopes: ['notifications:send'] },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    return { admin, key: (res.json() as { key: string }).key };
+  };
+  const sendWithKey = (on: App, key: string, userId: string, address: string) =>
+    on.inject({
+      method: 'POST',
+      url: '/admin/notifications/send',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      payload: {
+        target: { scope: 'user', identifier: userId },
+        notification: { type: 'info', title: 'fairness', content: 'sent with an API key' },
+      },
+      remoteAddress: address,
+    });
+
+  it('limits an API key on its own: requests in flight (429 with Retry-After), whatever address it comes from', async () => {
+    const { admin, key } = await keyFor(app, env.smtp);
+    // 60 at once from 60 addresses: neither the address nor a session is what is counted, the key is.
+    const burst = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => sendWithKey(app, key, admin.id, `10.99.0.${i + 1}`)),
+    );
+    const statuses = burst.map((r) => r.statusCode);
+    const limited = burst.filter((r) => r.statusCode === 429);
+    expect(limited.length, statuses.join(',')).toBeGreaterThan(0);
+    expect(
+      statuses.filter((s) => s !== 200 && s !== 429),
+      statuses.join(','),
+    ).toEqual([]);
+    for (const res of limited) {
+      expect(res.json()).toMatchObject({ code: 'RATE_LIMITED', message: expect.stringMatching(/in flight/) });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+    expect(app.ctx.clientLimits.inFlight('apiKey', apiKeyIdentity(`Bearer ${key}`)?.key ?? '')).toBe(0);
+    const warning = logged.find((l) => l.client === 'apiKey');
+    expect(warning, 'one warning names the key by its public prefix').toMatchObject({
+      apiKeyPrefix: key.slice(0, 11),
+    });
+    expect(JSON.stringify(logged)).not.toContain(key);
+  });
+
   it('limits requests per second per user across two instances (429 with Retry-After), per address too', async () => {
     const tight = await createTestEnv({
       CLIENT_MAX_IN_FLIGHT: '0',
@@ -139,6 +189,17 @@ describe('one user cannot take an instance away from everyone', () => {
       ).map((r) => r.statusCode);
       expect(anon).toContain(429);
       expect(anon.filter((s) => s === 401).length).toBeLessThanOrEqual(16);
+      // Per API key, across both instances and from many addresses.
+      const { admin, key } = await keyFor(a, tight.smtp);
+      const keyed = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => sendWithKey(i % 2 ? b : a, key, admin.id, `10.88.3.${i + 1}`)),
+      );
+      const keyedStatuses = keyed.map((r) => r.statusCode);
+      expect(keyedStatuses, keyedStatuses.join(',')).toContain(429);
+      expect(keyedStatuses.filter((s) => s === 200).length, keyedStatuses.join(',')).toBeLessThanOrEqual(10);
+      const keyLimited = keyed.find((r) => r.statusCode === 429);
+      expect(keyLimited?.json()).toMatchObject({ code: 'RATE_LIMITED' });
+      expect(Number(keyLimited?.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       // /health is never limited.
       for (let i = 0; i < 20; i++) {
         expect(

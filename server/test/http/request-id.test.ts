@@ -47,7 +47,7 @@ describe('request ids over HTTP', () => {
 
   beforeAll(async () => {
     env = await createTestEnv();
-    // development: the access log ("incoming request" / "request completed") is on, NODE_ENV=test turns it off.
+    // development: the access log (one "request completed" line) is on, NODE_ENV=test turns it off.
     app = await env.app(
       { NODE_ENV: 'development', LOG_LEVEL: 'info' },
       {
@@ -70,13 +70,43 @@ describe('request ids over HTTP', () => {
     expect(res.statusCode).toBe(404);
     expect(res.headers['x-request-id']).toBe('abc-123');
     const ofRequest = lines.filter((l) => l.reqId === 'abc-123');
-    expect(ofRequest.map((l) => l.msg)).toEqual(
-      expect.arrayContaining(['incoming request', 'request completed']),
-    );
+    // One access line per request (CONTRACT §8: a request, malformed or not, costs one line), with what
+    // Fastify's two lines carried.
+    expect(ofRequest.map((l) => l.msg)).toEqual(['request completed']);
+    expect(ofRequest[0]).toMatchObject({
+      req: { method: 'GET', url: '/no-such-route' },
+      res: { statusCode: 404 },
+      responseTime: expect.any(Number),
+    });
     // No line about this request carries another id.
     const urlLines = lines.filter((l) => JSON.stringify(l).includes('/no-such-route'));
     expect(urlLines.length).toBeGreaterThan(0);
     for (const l of urlLines) expect(l.reqId).toBe('abc-123');
+  });
+
+  it('a malformed request costs one log line (issue 22 #6, CONTRACT §8)', async () => {
+    const cases: Array<{ url: string; payload: string; type: string }> = [
+      { url: '/notification/mark-all-read', payload: '{broken', type: 'application/json' },
+      {
+        url: '/notification/mark-all-read',
+        payload: `${'['.repeat(5_000)}${']'.repeat(5_000)}`,
+        type: 'application/json',
+      },
+      { url: '/auth/sign-in/email', payload: '{broken', type: 'application/json' },
+      { url: '/auth/sign-in/email', payload: 'a=b', type: 'text/plain' },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const id = `malformed-${i}`;
+      const res = await app.inject({
+        method: 'POST',
+        url: c.url,
+        headers: { 'content-type': c.type, 'x-request-id': id },
+        payload: c.payload,
+      });
+      expect(res.statusCode, c.payload.slice(0, 20)).toBeGreaterThanOrEqual(400);
+      expect(res.statusCode).toBeLessThan(500);
+      expect(lines.filter((l) => l.reqId === id).map((l) => l.msg)).toEqual(['request completed']);
+    }
   });
 
   it('replaces an unsafe id with a UUID, echoed and logged', async () => {

@@ -42,7 +42,7 @@ describe('security headers', () => {
     const res = await app.inject({ method, url });
     expect(res.statusCode).toBe(status);
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) expect(res.headers[name], name).toBe(value);
-    // JSON runs nothing; the /docs page has its own policy (test/http/docs-csp.test.ts).
+    // JSON runs nothing; the /docs page has its own policy (web/e2e/docs-csp.test.ts renders it in Chromium).
     if (url === '/docs') expect(res.headers['content-security-policy']).toContain("script-src 'self'");
     else expect(res.headers['content-security-policy']).toBeUndefined();
   });

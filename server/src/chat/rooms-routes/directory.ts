@@ -1,5 +1,6 @@
 // The room directory: my rooms or the public ones, creating a room, and one room with its members.
 import { z } from 'zod';
+import { CONTROL_MESSAGE, hasControl, hasInvisible, INVISIBLE_MESSAGE } from '../../http/display-text.js';
 import { httpError } from '../../http/errors.js';
 import { ErrorSchema, noNul } from '../../http/schemas.js';
 import { GENERAL_ROOM_ID } from '../protocol.js';
@@ -53,7 +54,15 @@ export function registerRoomDirectoryRoutes({ r, guard, security, callerOf, deps
         summary: 'Create a public or private room; the caller is its owner',
         security,
         body: z.strictObject({
-          name: z.string().trim().min(1).max(80).refine(noNul, NO_NUL),
+          name: z
+            .string()
+            .trim()
+            .min(1)
+            .max(80)
+            .refine(noNul, NO_NUL)
+            // Shown to every member and in the public directory: one line, nothing invisible (issue 22 #8).
+            .refine((v) => !hasControl(v), CONTROL_MESSAGE)
+            .refine((v) => !hasInvisible(v), INVISIBLE_MESSAGE),
           kind: z.enum(['public', 'private']),
           memberIds: z.array(UserIdSchema).max(100).optional(),
         }),
