@@ -1,5 +1,5 @@
 // Owns the notification use cases: queries, changes (each followed by cache invalidation and SSE events on the
-// bus), and creation for one or many users (creation.ts: batched insert → events → delivery). Other features
+// bus), and creation for one or many users (service/creation.ts: batched insert → events → delivery). Other features
 // (admin, chat) create notifications through createForUser / createForUsers.
 import { z } from 'zod';
 import { notFound } from '../http/errors.js';
@@ -7,9 +7,7 @@ import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 import type { ReadRouter } from '../infra/read-replicas.js';
 import type { Realtime } from '../realtime/index.js';
-import { type CreateOptions, createNotificationCreator } from './creation.js';
 import type { Delivery } from './delivery.js';
-import { createEventPublisher } from './publisher.js';
 import type { NotificationRepository, SeqEvent } from './repository.js';
 import {
   type ActionUrlPolicy,
@@ -23,10 +21,12 @@ import {
   type Preferences,
   type PreferencesPatch,
 } from './schemas.js';
+import { type CreateOptions, createNotificationCreator } from './service/creation.js';
+import { createEventPublisher } from './service/publisher.js';
 import type { UnreadCache } from './unread-cache.js';
 
 // Part of the service's handle: callers pass these options and read these results.
-export type { BatchResult, CreateOptions } from './creation.js';
+export type { BatchResult, CreateOptions } from './service/creation.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -1,7 +1,7 @@
 // Owns this instance's SSE hub: the open streams of each user, the connect (and resume) sequence, fan-out of
 // bus messages in seq order, and convergence with the log (design: docs/architecture.md "Ordering and
-// convergence"). How one stream takes an event and repairs a gap is stream-order.ts; where a stream starts is
-// stream-resume.ts; the caps and the per-user/per-address bookkeeping are stream-registry.ts.
+// convergence"). How one stream takes an event and repairs a gap is stream-hub/order.ts; where a stream starts
+// is stream-hub/resume.ts; the caps and the per-user/per-address bookkeeping are stream-hub/registry.ts.
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { AuthContext } from '../auth/guard.js';
@@ -13,9 +13,9 @@ import { StreamErrorCode } from './errors.js';
 import type { BatchMessage, NotificationBusMessage } from './events.js';
 import type { NotificationRepository } from './repository.js';
 import type { Notification } from './schemas.js';
-import { createStreamOrder, eventBody, type HubEvent, type StreamEntry } from './stream-order.js';
-import { createStreamRegistry, type Refusal, type StreamLimits } from './stream-registry.js';
-import { planResume, type ResumeRequest, readReplay } from './stream-resume.js';
+import { createStreamOrder, eventBody, type HubEvent, type StreamEntry } from './stream-hub/order.js';
+import { createStreamRegistry, type Refusal, type StreamLimits } from './stream-hub/registry.js';
+import { planResume, type ResumeRequest, readReplay } from './stream-hub/resume.js';
 
 export interface StreamHubDeps {
   repo: NotificationRepository;

@@ -1,14 +1,14 @@
 // Owns the Redis bus and its degraded fallback (docs/architecture.md, "Real-time core" and "Redis Cluster"): the
 // degraded/recovered state machine, publishing and receiving envelopes. The subscriptions are
-// redis-bus-channels.ts; the cluster's end-to-end probe of every channel is redis-bus-probe.ts.
+// redis-bus/channels.ts; the cluster's end-to-end probe of every channel is redis-bus/probe.ts.
 import type { Logger } from '../infra/logger.js';
 import type { StoreClient } from '../infra/store.js';
 import { type Bus, BusCounters, createEnvelope, createLocalBus, LocalDispatcher } from './bus.js';
 import { createDedup } from './dedup.js';
 import { createRateLimitedLog, isValidTopic, parseEnvelope } from './envelope.js';
 import { busChannels, channelFor } from './keys.js';
-import { createBusChannels } from './redis-bus-channels.js';
-import { createShardProbe, PROBE_RETRY_MS } from './redis-bus-probe.js';
+import { createBusChannels } from './redis-bus/channels.js';
+import { createShardProbe, PROBE_RETRY_MS } from './redis-bus/probe.js';
 
 export interface RedisBusOptions {
   instanceId: string;

@@ -3,7 +3,7 @@
 // turns a shard that stopped carrying our messages into degraded mode, and recovery waits until every channel
 // round-trips again (docs/architecture.md, "Redis Cluster").
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../infra/logger.js';
+import type { Logger } from '../../infra/logger.js';
 
 /** Probe messages are not envelopes: receivers recognise them by this start and never parse or count them. */
 const PROBE_MARK = '~probe:';

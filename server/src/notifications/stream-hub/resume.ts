@@ -2,9 +2,9 @@
 // (otherwise the stream starts at the present and says `resync: true`), and the replay read.
 // Design: docs/architecture.md "Ordering and convergence".
 
-import type { NotificationRepository } from './repository.js';
-import type { UserCursor } from './rows.js';
-import { eventBody, LOG_PAGE } from './stream-order.js';
+import type { NotificationRepository } from '../repository.js';
+import type { UserCursor } from '../rows.js';
+import { eventBody, LOG_PAGE } from './order.js';
 
 /** What the client asked to resume from (the Last-Event-ID header). */
 export type ResumeRequest = { kind: 'none' } | { kind: 'cursor'; seq: number } | { kind: 'invalid' };

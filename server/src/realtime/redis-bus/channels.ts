@@ -1,8 +1,8 @@
 // Owns the Redis bus's subscriptions on its subscriber connection: the fixed channels, and the room channels
 // this instance listens on only while it has a handler for the room (counted per channel). On a cluster each
 // channel is SSUBSCRIBEd on its own (each may live on another shard). docs/architecture.md, "Redis Cluster".
-import type { Logger } from '../infra/logger.js';
-import type { StoreClient } from '../infra/store.js';
+import type { Logger } from '../../infra/logger.js';
+import type { StoreClient } from '../../infra/store.js';
 
 export interface BusChannelsDeps {
   sub: StoreClient;

@@ -2,11 +2,10 @@
 // route schema, and the batched write (one statement per batch: rows, cursors, event log) followed by the
 // batch's cache bump, bus message and delivery, pipelined so PostgreSQL and the rest overlap
 // (docs/architecture.md "Broadcast at scale").
-import { validationError } from '../http/errors.js';
-import type { Logger } from '../infra/logger.js';
-import type { Delivery, DeliveryItem } from './delivery.js';
-import type { EventPublisher } from './publisher.js';
-import type { CreatedNotification, NewRowTemplate, NotificationRepository } from './repository.js';
+import { validationError } from '../../http/errors.js';
+import type { Logger } from '../../infra/logger.js';
+import type { Delivery, DeliveryItem } from '../delivery.js';
+import type { CreatedNotification, NewRowTemplate, NotificationRepository } from '../repository.js';
 import {
   type ActionUrlPolicy,
   assertActionUrls,
@@ -14,8 +13,9 @@ import {
   NewNotificationSchema,
   type Notification,
   type StrategyName,
-} from './schemas.js';
-import type { UnreadCache } from './unread-cache.js';
+} from '../schemas.js';
+import type { UnreadCache } from '../unread-cache.js';
+import type { EventPublisher } from './publisher.js';
 
 export interface CreateOptions {
   /** Delivery order override (docs/api.md#notifications-notification-session-cookie); default sse, email, push. */

@@ -1,9 +1,9 @@
 // Owns this instance's open SSE streams by user and by client address: who may open one more (caps and the
 // rate of opens, checked before anything is opened), registration with presence, and clean removal when a
 // stream ends for any reason. docs/architecture.md, "Limits and timeouts".
-import type { Presence } from '../realtime/index.js';
-import { StreamErrorCode } from './errors.js';
-import type { StreamEntry } from './stream-order.js';
+import type { Presence } from '../../realtime/index.js';
+import { StreamErrorCode } from '../errors.js';
+import type { StreamEntry } from './order.js';
 
 export interface StreamLimits {
   perUser: number;

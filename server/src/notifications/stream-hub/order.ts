@@ -2,13 +2,13 @@
 // seq order; an event that skips ahead holds the live ones while the missing seqs are read from the log (gap
 // repair). The hub (stream-hub.ts) decides which streams get an event; this module how one stream takes it.
 // Design: docs/architecture.md "Ordering and convergence".
-import { isDatabaseUnavailable } from '../infra/db.js';
-import type { Logger } from '../infra/logger.js';
-import type { SseConnection } from '../realtime/index.js';
-import { sseBody, sseIdLine } from '../realtime/index.js';
-import { StreamErrorCode } from './errors.js';
-import type { SseEventName } from './events.js';
-import type { NotificationRepository } from './repository.js';
+import { isDatabaseUnavailable } from '../../infra/db.js';
+import type { Logger } from '../../infra/logger.js';
+import type { SseConnection } from '../../realtime/index.js';
+import { sseBody, sseIdLine } from '../../realtime/index.js';
+import { StreamErrorCode } from '../errors.js';
+import type { SseEventName } from '../events.js';
+import type { NotificationRepository } from '../repository.js';
 
 export interface HubEvent {
   name: SseEventName;

@@ -2,16 +2,16 @@
 // bytes to fit BUS_MAX_PAYLOAD_BYTES, and a `sync` ("read the log up to seq") for anything too large even alone.
 // Never throws: the rows and the event log are committed, and streams that miss a message repair the gap from
 // the log (docs/architecture.md, "Ordering and convergence").
-import type { Logger } from '../infra/logger.js';
-import type { Realtime } from '../realtime/index.js';
+import type { Logger } from '../../infra/logger.js';
+import type { Realtime } from '../../realtime/index.js';
 import {
   type BatchMessage,
   MAX_EVENTS_PER_USER_MESSAGE,
   NOTIFICATION_EVENTS_TOPIC,
   type NotificationBusMessage,
   type SyncMessage,
-} from './events.js';
-import type { CreatedNotification, SeqEvent } from './repository.js';
+} from '../events.js';
+import type { CreatedNotification, SeqEvent } from '../repository.js';
 
 export interface EventPublisherDeps {
   realtime: Realtime;
