@@ -3,8 +3,8 @@
 // On the embedded database (no DATABASE_URL) every command takes DATA_DIR's lock first and refuses while a server
 // holds it: PGlite is single-process, and a second process's writes would be lost.
 import { parseArgs } from 'node:util';
-import { eq } from 'drizzle-orm';
 import { broadcastSendRetentionTask } from './admin/sends.js';
+import { grantAdminRole } from './auth/accounts.js';
 import { createAuth, hashPassword } from './auth/auth.js';
 import { createRevocation, type Revocation } from './auth/revocation.js';
 import { type Config, ConfigError, loadConfig, type ProductionRequired } from './config.js';
@@ -17,7 +17,6 @@ import { createEmailOutbox, emailOutboxRetentionTask } from './infra/email-outbo
 import { createHousekeeping } from './infra/housekeeping.js';
 import type { Logger } from './infra/logger.js';
 import { createMailer } from './infra/mailer.js';
-import { user as userTable } from './infra/schema/index.js';
 import { createStore } from './infra/store.js';
 import { notificationRetentionTask } from './notifications/retention.js';
 import { createUnreadCache } from './notifications/unread-cache.js';
@@ -190,7 +189,7 @@ export async function createAdmin(
       password: hash,
     });
     // Belt and braces: role is an admin-plugin field that createUser may default.
-    await database.db.update(userTable).set({ role: 'admin' }).where(eq(userTable.id, user.id));
+    await grantAdminRole(database.db, user.id);
     return { id: user.id, created: true };
   } finally {
     for (const r of revocations) r.close();

@@ -1,5 +1,6 @@
 // Page table and access rules: signed-out visitors reach the account pages (and the chat, read-only as a guest);
 // the rest asks to sign in first and comes back afterwards (?next=). Admin pages need the admin role.
+import type { PagePath } from '@herald/server/site-paths';
 import { type ReactNode, useEffect } from 'react';
 import { Header } from './components/Header';
 import { LiveFeed } from './components/LiveFeed';
@@ -28,8 +29,16 @@ import { takeSignedOut, useCurrentUser } from './session';
 
 type Access = 'public' | 'user' | 'admin';
 
-// `title` names the page's entry in the dictionary (document title, in the app's language).
-const PAGES: Record<string, { access: Access; title: keyof Texts['titles']; render: () => ReactNode }> = {
+interface Page {
+  access: Access;
+  /** The page's entry in the dictionary (document title, in the app's language). */
+  title: keyof Texts['titles'];
+  render: () => ReactNode;
+}
+
+// Keyed by exactly the pages of the service's table of paths (@herald/server/site-paths, which also decides what
+// the service and the development proxy answer with the app): a page missing on either side fails the typecheck.
+export const PAGES: Record<PagePath, Page> = {
   '/sign-in': { access: 'public', title: 'signIn', render: () => <SignInPage /> },
   '/sign-up': { access: 'public', title: 'signUp', render: () => <SignUpPage /> },
   '/verify-email': { access: 'public', title: 'verifyEmail', render: () => <VerifyEmailPage /> },
@@ -50,7 +59,7 @@ const PAGES: Record<string, { access: Access; title: keyof Texts['titles']; rend
 export function App() {
   const { pathname, query } = useLocation();
   const { user, isPending } = useCurrentUser();
-  const page = PAGES[pathname];
+  const page: Page | undefined = (PAGES as Record<string, Page | undefined>)[pathname];
   const here = `${pathname}${query.size > 0 ? `?${query.toString()}` : ''}`;
   const locale = useLocale();
   const t = texts(locale);

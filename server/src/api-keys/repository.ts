@@ -1,7 +1,8 @@
 // Owns the api_key table's queries (infra/schema/api-keys.ts).
 import { desc, eq, sql } from 'drizzle-orm';
+import { accountRelations } from '../auth/accounts.js';
 import type { Db } from '../infra/db.js';
-import { apiKey, user } from '../infra/schema/index.js';
+import { apiKey } from '../infra/schema/index.js';
 
 export type ApiKeyRow = typeof apiKey.$inferSelect;
 
@@ -31,10 +32,9 @@ export async function findByHash(
   const [row] = await db
     .select({
       key: apiKey,
-      creatorActive: sql<boolean>`coalesce(${user.role} = 'admin' and (${user.banned} is not true or (${user.banExpires} is not null and ${user.banExpires} <= now())), false)`,
+      creatorActive: sql<boolean>`exists (select 1 from ${accountRelations.activeAdmins} a where a.id = ${apiKey.createdBy})`,
     })
     .from(apiKey)
-    .leftJoin(user, eq(user.id, apiKey.createdBy))
     .where(eq(apiKey.keyHash, keyHash))
     .limit(1);
   return row ? { ...row.key, creatorActive: row.creatorActive === true } : undefined;

@@ -1,7 +1,10 @@
-// Owns reads of the accounts' `user` table for other features (admin broadcast): find by ids or emails, walk
-// every user in batches, and the ban rule — the one place that says when a ban applies.
-import { type SQL, sql } from 'drizzle-orm';
+// Owns what other features may know of the accounts' `user` table: find by ids or emails, walk every user in
+// batches, count them, grant the admin role (create-admin), the ban rule (the one place that says when a ban
+// applies), and the accounts as SQL relations that other features' bulk statements join (accountRelations). No
+// file outside auth/ names the table or its columns (test/architecture/owners.test.ts).
+import { eq, type SQL, sql } from 'drizzle-orm';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
+import { user as userTable } from '../infra/schema/index.js';
 
 export interface AccountRow {
   id: string;
@@ -17,6 +20,32 @@ export function isBanActive(u: { banned?: boolean | null; banExpires?: string | 
 
 /** isBanActive as SQL over the `user` table's columns. */
 const BAN_ACTIVE: SQL = sql.raw(`(coalesce(banned, false) and (ban_expires is null or ban_expires > now()))`);
+
+/**
+ * The accounts as relations for other features' statements. Each is a parenthesised subquery with exactly the
+ * columns its comment names, joined as `join ${accountRelations.ids} u on u.id = …`: PostgreSQL inlines such a
+ * subquery (the plan is the join on the table), so a bulk statement stays one round trip while the accounts'
+ * columns and rules stay here.
+ */
+export const accountRelations = {
+  /** `(id)`: every account. Joining it skips ids whose account no longer exists. */
+  ids: sql`(select id from "user")`,
+  /**
+   * `(id, email, locale)`: accounts a notification may be emailed to when it is created — a verified address (an
+   * unverified one was typed by whoever signed up, not necessarily its owner) and no ban flag. Unlike
+   * isBanActive, a ban whose expiry has passed still counts here until better-auth lifts it at the next sign-in.
+   */
+  notificationEmail: sql`(select id, email, locale from "user" where email_verified and not coalesce(banned, false))`,
+  /** `(id, email, locale, mailable)`: every account, `mailable` when its address is verified and no ban applies. */
+  mail: sql`(select id, email, locale, (email_verified and not ${BAN_ACTIVE}) as mailable from "user")`,
+  /** `(id)`: administrators whose ban (if any) is not in force: the authority an API key's creator must hold. */
+  activeAdmins: sql`(select id from "user" where role = 'admin' and not ${BAN_ACTIVE})`,
+};
+
+/** Gives an existing account the admin role (the create-admin command). */
+export async function grantAdminRole(db: Db, id: string): Promise<void> {
+  await db.update(userTable).set({ role: 'admin' }).where(eq(userTable.id, id));
+}
 
 /** Users whose id is one of `ids` or whose email matches one of `emails` case-insensitively. */
 export async function findAccounts(db: Db, ids: string[], emails: string[]): Promise<AccountRow[]> {

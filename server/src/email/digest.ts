@@ -4,6 +4,7 @@
 // one email per row through the outbox, in the same transaction that marks the row done. The outbox's dedupe key
 // (`digest:<user>@<window>`) makes the email exactly-once even when a lease expires under a stalled worker.
 import { type SQL, sql } from 'drizzle-orm';
+import { accountRelations } from '../auth/accounts.js';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import type { EmailOutbox, OutboxEmail } from '../infra/email-outbox.js';
 import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
@@ -118,11 +119,10 @@ export function createDigests(deps: {
       await db.execute(sql`
         select d.id::text as id, d.user_id, ${epochMs('d.window_start')} as ws, ${epochMs('d.window_end')} as we,
                u.email, u.locale,
-               (u.email_verified and coalesce(p.email_enabled, true)
-                 and not (coalesce(u.banned, false) and (u.ban_expires is null or u.ban_expires > now()))) as send,
+               (u.mailable and coalesce(p.email_enabled, true)) as send,
                c.total, i.items
         from email_digest d
-        join "user" u on u.id = d.user_id
+        join ${accountRelations.mail} u on u.id = d.user_id
         left join notification_preference p on p.user_id = d.user_id
         cross join lateral (
           select count(*)::int as total from notification n

@@ -2,8 +2,9 @@
 // reads at start. Files are loaded into memory once at start-up (the build is a few hundred KiB), so a request
 // path is only ever looked up in a map and can never reach outside the build folder. Hashed assets are cached
 // for a year; index.html is revalidated on every load so a new build is picked up at once. HTML navigations to
-// paths no API route answers (and to `/chat`, whose route is the WebSocket endpoint) get index.html, and the
-// client-side router renders the page; API paths keep their JSON 404s. docs/architecture.md, "Web app".
+// paths no API route answers (and to pages whose path a route shares, such as `/chat`, whose route is the
+// WebSocket endpoint) get index.html, and the client-side router renders the page; API paths keep their JSON
+// 404s. Which is which comes from site-paths.ts. docs/design/web-app.md, "Web app".
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -14,24 +15,10 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { BUILT_IN_SOCIAL_PROVIDERS, type Config, normalizeOrigin } from '../config.js';
 import type { Logger } from '../infra/logger.js';
+import { isApiOnlyPath, PAGE_PATHS } from './site-paths.js';
 
 /** web/dist of this repository, from server/src/http (tsx) or server/dist/http (build output) alike. */
 export const DEFAULT_WEB_APP_DIR = fileURLToPath(new URL('../../../web/dist', import.meta.url));
-
-// Paths that belong to the API even for a browser navigation: they never fall back to the app.
-const API_PREFIXES = [
-  '/auth',
-  '/notification',
-  '/docs',
-  '/openapi.json',
-  '/metrics',
-  '/health',
-  '/client-config',
-  '/__test',
-];
-// API routes that share their path with an app page: a plain HTML navigation there gets the page (the API's
-// own calls ask for JSON, never for text/html).
-const PAGE_PATHS_WITH_ROUTES = new Set(['/chat', '/admin/api-keys', '/admin/webhooks']);
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -107,10 +94,6 @@ const NOT_BUILT_PAGE = `<!doctype html>
 missing or out of date), then reload this page. Set <code>SERVE_WEB_APP=false</code> to turn serving off.</p>
 </body></html>
 `;
-
-function isApiPath(pathname: string): boolean {
-  return API_PREFIXES.some((p) => pathname === p || pathname.startsWith(`${p}/`));
-}
 
 function acceptsHtml(request: FastifyRequest): boolean {
   const accept = request.headers.accept;
@@ -250,10 +233,12 @@ export function registerWebApp(app: FastifyInstance, config: Config, logger: Log
     const file = files.get(pathname);
     // index.html by its own name is a navigation like any other (no-cache, with the CSP).
     if (file && pathname !== '/index.html') return send(request, reply, file, false);
-    if (!acceptsHtml(request) || isApiPath(pathname) || request.headers.upgrade) return;
-    // A path some API route answers stays the API's, except the page paths that share it.
+    // Which paths are the API's and which the app's pages: the one table in site-paths.ts.
+    if (!acceptsHtml(request) || isApiOnlyPath(pathname) || request.headers.upgrade) return;
+    // A path some API route answers stays the API's, except a page's own path (the API's calls there ask for
+    // JSON, never for text/html).
     const matched = request.routeOptions.url !== undefined;
-    if (matched && !PAGE_PATHS_WITH_ROUTES.has(pathname)) return;
+    if (matched && !PAGE_PATHS.has(pathname)) return;
     if (!index) {
       return reply
         .code(503)

@@ -1,6 +1,7 @@
 // Owns every SQL statement on notification_preference: reads and partial updates of a user's preferences, the
 // one-click unsubscribe, and who among a batch of recipients gets a notification type by email.
 import { eq, type SQL, sql } from 'drizzle-orm';
+import { accountRelations } from '../auth/accounts.js';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import { notificationPreference } from '../infra/schema/index.js';
 import { type EmailRecipient, type PreferenceRow, toPreferences } from './rows.js';
@@ -38,7 +39,7 @@ export function createPreferencesRepository(db: Db) {
                    (extract(epoch from n.created_at) * 1000)::bigint as created_ms
             from unnest(${textArray(items.map((i) => i.userId))}, ${textArray(items.map((i) => i.notificationId))})
               as x(user_id, nid)
-            join "user" u on u.id = x.user_id and u.email_verified and not coalesce(u.banned, false)
+            join ${accountRelations.notificationEmail} u on u.id = x.user_id
             join notification n on n.id = x.nid::uuid
             left join notification_preference p on p.user_id = x.user_id
             where coalesce(p.email_enabled, true)
@@ -63,11 +64,11 @@ export function createPreferencesRepository(db: Db) {
       const rows = await exec<{ user_id: string }>(
         type === null
           ? sql`insert into notification_preference (user_id, email_enabled)
-                select id, false from "user" where id = ${userId}
+                select a.id, false from ${accountRelations.ids} a where a.id = ${userId}
                 on conflict (user_id) do update set email_enabled = false, updated_at = now()
                 returning user_id`
           : sql`insert into notification_preference (user_id, email_types)
-                select id, array_remove(${defaults}, ${type}) from "user" where id = ${userId}
+                select a.id, array_remove(${defaults}, ${type}) from ${accountRelations.ids} a where a.id = ${userId}
                 on conflict (user_id) do update
                   set email_types = array_remove(coalesce(notification_preference.email_types, ${defaults}), ${type}),
                       updated_at = now()

@@ -2,6 +2,7 @@
 // event-log.ts, the preferences preferences-repository.ts; this factory composes all three). Plain statements use
 // Drizzle's builder; raw SQL stays where it earns its place, each with its reason.
 import { and, eq, ne, type SQL, sql } from 'drizzle-orm';
+import { accountRelations } from '../auth/accounts.js';
 import type { EventOutbox } from '../events/outbox.js';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import { notification, notificationCursor } from '../infra/schema/index.js';
@@ -358,7 +359,7 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
                   insert into notification (user_id, type, title, content, metadata, source_key)
                   select u.id, ${t.type}, ${t.title}, ${t.content}, ${JSON.stringify(t.metadata)}::jsonb, ${sourceKey ?? null}
                   from unnest(${textArray(userIds)}) with ordinality as x(id, ord)
-                  join "user" u on u.id = x.id
+                  join ${accountRelations.ids} u on u.id = x.id
                   order by x.ord
                   on conflict (user_id, source_key) where source_key is not null do nothing
                   returning id, user_id, created_at

@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import { rowsOf } from '../infra/db.js';
 import type { HousekeepingTask } from '../infra/housekeeping.js';
-import { REPLAY_MAX } from './stream-hub.js';
+import { REPLAY_MAX } from './stream-hub/resume.js';
 import type { UnreadCache } from './unread-cache.js';
 
 /**

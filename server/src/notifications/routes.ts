@@ -18,7 +18,8 @@ import {
   PreferencesSchema,
 } from './schemas.js';
 import type { NotificationService } from './service.js';
-import { parseLastEventId, type StreamHub } from './stream-hub.js';
+import { parseLastEventId } from './stream-hub/resume.js';
+import type { StreamHub } from './stream-hub.js';
 
 const NotModified = z.null().describe('Not modified: the ETag given in If-None-Match is current');
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema };

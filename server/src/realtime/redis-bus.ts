@@ -1,14 +1,14 @@
-// Owns the Redis bus and its degraded fallback (docs/architecture.md, "Real-time core" and "Redis Cluster").
-import { randomUUID } from 'node:crypto';
+// Owns the Redis bus and its degraded fallback (docs/architecture.md, "Real-time core" and "Redis Cluster"): the
+// degraded/recovered state machine, publishing and receiving envelopes. The subscriptions are
+// redis-bus/channels.ts; the cluster's end-to-end probe of every channel is redis-bus/probe.ts.
 import type { Logger } from '../infra/logger.js';
 import type { StoreClient } from '../infra/store.js';
 import { type Bus, BusCounters, createEnvelope, createLocalBus, LocalDispatcher } from './bus.js';
 import { createDedup } from './dedup.js';
 import { createRateLimitedLog, isValidTopic, parseEnvelope } from './envelope.js';
 import { busChannels, channelFor } from './keys.js';
-
-/** Probe messages are not envelopes: receivers recognise them by this start and never parse or count them. */
-const PROBE_MARK = '~probe:';
+import { createBusChannels } from './redis-bus/channels.js';
+import { createShardProbe, PROBE_RETRY_MS } from './redis-bus/probe.js';
 
 export interface RedisBusOptions {
   instanceId: string;
@@ -39,21 +39,10 @@ export interface RedisBus extends Bus {
   onDegraded(handler: () => void): () => void;
 }
 
-const PROBE_RETRY_MS = 500;
-/** Room channels probed per round in steady state (in turn), on top of the fixed channels. */
-const ROOM_PROBES_PER_ROUND = 16;
-/** Rounds after a topology event that probe every joined room channel (at 5 s a round: ioredis' slots refresh). */
-const JOINED_ROUNDS_AFTER_TOPOLOGY_EVENT = 4;
-const PROBE_TIMEOUT_MS = 2_000;
-
 export function createRedisBus(options: RedisBusOptions): RedisBus {
   const { instanceId, pub, sub, logger } = options;
   const sharded = options.sharded === true;
   const channels = busChannels(options.channel, options.notificationChannels);
-  const subscribed = new Set(channels.all);
-  /** Room channels this instance listens on, with the number of local handlers of each. */
-  const dynamic = new Map<string, number>();
-  const joining = new Map<string, Promise<void>>();
   const connections = [pub, sub, ...(options.watch ?? [])];
   const counters = new BusCounters(options.onLatencySeconds);
   const local = new LocalDispatcher((topic, err) => logger.error({ topic, err }, 'bus handler failed'));
@@ -67,6 +56,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   let everSubscribed = false;
   let closed = false;
   let recovering: Promise<void> | undefined;
+  /** Cluster: channels whose last probe failed (undefined: unknown, e.g. degraded by a connection event). */
+  let suspect: string[] | undefined;
 
   const notify = (handlers: Set<() => void>, what: string) => {
     for (const handler of handlers) {
@@ -87,19 +78,31 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   };
 
   const allReady = () => connections.every((c) => c.status === 'ready');
+  const send = (ch: string, raw: string) => (sharded ? pub.spublish(ch, raw) : pub.publish(ch, raw));
+
+  const subscriptions = createBusChannels({
+    sub,
+    sharded,
+    fixed: channels.all,
+    logger,
+    isDegraded: () => degraded,
+    isClosed: () => closed,
+    onSubscribeFailed: () => prober.soon(),
+  });
 
   const recover = () => {
     if (closed || !degraded || recovering || !allReady()) return recovering;
     recovering = (async () => {
       try {
         // Idempotent: ioredis may have re-subscribed already; the server confirms either way.
-        await subscribeAll();
+        await subscriptions.subscribeAll(!everSubscribed, suspect);
         // On a cluster "ready" says little about each shard: only our own probe coming back on every channel
         // proves that publishing and receiving work again.
         if (sharded) {
           // Room channels that failed their probe are checked again along with the fixed ones.
-          const rooms = (suspect ?? []).filter((ch) => dynamic.has(ch));
-          suspect = await probe([...channels.all, ...rooms]);
+          const joined = new Set(subscriptions.joined());
+          const rooms = (suspect ?? []).filter((ch) => joined.has(ch));
+          suspect = await prober.probe([...channels.all, ...rooms]);
           if (suspect.length > 0) return;
         }
         if (closed || !allReady()) return;
@@ -116,128 +119,23 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     return recovering;
   };
 
-  /** Cluster: channels whose last probe failed (undefined: unknown, e.g. degraded by a connection event). */
-  let suspect: string[] | undefined;
-  const subscribeAll = async () => {
-    if (!sharded) {
-      await sub.subscribe(...channels.all, ...dynamic.keys());
-      return;
-    }
-    // One SSUBSCRIBE per channel: each may live on another shard (ioredis routes it to that shard's subscriber).
-    if (!everSubscribed) {
-      await Promise.all([...channels.all, ...dynamic.keys()].map((ch) => sub.ssubscribe(ch)));
-      return;
-    }
-    // ioredis re-subscribes by itself after a topology change; this only repairs channels still not carrying
-    // our probe. SUNSUBSCRIBE first: ioredis appends every SSUBSCRIBE to the channel list it replays, and
-    // SUNSUBSCRIBE removes every copy, so repeated repairs during a long outage do not grow that list.
-    await Promise.all(
-      (suspect ?? [...channels.all, ...dynamic.keys()]).map(async (ch) => {
-        await sub.sunsubscribe(ch).catch(() => {});
-        await sub.ssubscribe(ch);
-      }),
-    );
-  };
-
-  const send = (ch: string, raw: string) => (sharded ? pub.spublish(ch, raw) : pub.publish(ch, raw));
-
-  /** Cluster: publishes a probe on every channel; resolves with the channels whose probe did not come back. */
-  const pendingProbes = new Map<string, () => void>();
-  const probe = async (list: string[] = channels.all): Promise<string[]> => {
-    const waits = list.map((ch) => {
-      const nonce = randomUUID();
-      const arrived = new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => {
-          pendingProbes.delete(nonce);
-          resolve(false);
-        }, PROBE_TIMEOUT_MS);
-        timer.unref();
-        pendingProbes.set(nonce, () => {
-          clearTimeout(timer);
-          pendingProbes.delete(nonce);
-          resolve(true);
-        });
-      });
-      const sent = send(ch, `${PROBE_MARK}${instanceId}:${nonce}`).then(
-        () => true,
-        () => false,
-      );
-      return Promise.all([sent, arrived]).then(([a, b]) => a && b);
-    });
-    const results = await Promise.all(waits);
-    const failed = list.filter((_, i) => !results[i]);
-    if (failed.length > 0) {
-      logger.debug(
-        { failed: failed.length, channels: channels.all.length },
-        'bus probe: channels not round-tripping',
-      );
-    }
-    return failed;
-  };
-
-  // Cluster: a master can fail while every client stays "ready" (the others still answer). The probe loop turns
-  // a shard that stopped carrying our messages into degraded mode, and recovers once all channels round-trip.
-  /**
-   * Probe rounds left that cover every joined room channel (set by probeSoon: a topology event, a failed publish or
-   * a failed room subscribe).
-   */
-  let joinedRounds = 0;
-  /** Where the next round's share of room channels starts (steady state: a few per round, in turn). */
-  let joinedCursor = 0;
-  const joinedToProbe = (): string[] => {
-    const joined = [...dynamic.keys()];
-    if (joinedRounds > 0) {
-      joinedRounds--;
-      return joined;
-    }
-    if (joined.length <= ROOM_PROBES_PER_ROUND) return joined;
-    const start = joinedCursor % joined.length;
-    joinedCursor = start + ROOM_PROBES_PER_ROUND;
-    const slice = joined.slice(start, start + ROOM_PROBES_PER_ROUND);
-    return slice.length < ROOM_PROBES_PER_ROUND
-      ? [...slice, ...joined.slice(0, ROOM_PROBES_PER_ROUND - slice.length)]
-      : slice;
-  };
-  let probeTimer: NodeJS.Timeout | undefined;
-  let probing = false;
-  const scheduleProbe = (ms: number) => {
-    if (!sharded || closed) return;
-    clearTimeout(probeTimer);
-    probeTimer = setTimeout(runProbe, ms);
-    probeTimer.unref();
-  };
-  const runProbe = async () => {
-    if (closed || probing) return;
-    probing = true;
-    try {
-      if (degraded) {
-        if (allReady()) await recover();
-      } else {
-        // Room channels are probed too: ioredis re-subscribes sharded channels by itself after a topology change
-        // (at once, or at its next slots refresh, seconds later), and when one goes astray nothing else notices: no
-        // traffic of ours crosses it, the room just goes silent on this instance. All of them for the rounds
-        // following a topology event; otherwise a few per round in turn, since with thousands of rooms joined
-        // probing every one each round would cost more than the rooms' own traffic.
-        const list = [...channels.all, ...joinedToProbe()];
-        // A miss is confirmed once before degrading: one slow round trip on a starved event loop is not an outage.
-        // A room left while its probe was out (unsubscribed: its marker cannot come back) is no outage.
-        const stillWanted = (chs: string[]) => chs.filter((ch) => subscribed.has(ch));
-        let failed = stillWanted(await probe(list));
-        if (failed.length > 0) failed = stillWanted(await probe(failed));
-        if (failed.length > 0 && !degraded) {
-          suspect = failed;
-          enterDegraded('a store shard stopped carrying bus messages');
-        }
-      }
-    } finally {
-      probing = false;
-      scheduleProbe(degraded ? PROBE_RETRY_MS : (options.probeIntervalMs ?? 5_000));
-    }
-  };
-  const probeSoon = () => {
-    joinedRounds = JOINED_ROUNDS_AFTER_TOPOLOGY_EVENT;
-    if (!degraded) scheduleProbe(0);
-  };
+  const prober = createShardProbe({
+    instanceId,
+    logger,
+    enabled: sharded,
+    fixed: channels.all,
+    intervalMs: options.probeIntervalMs ?? 5_000,
+    send,
+    joined: subscriptions.joined,
+    isSubscribed: subscriptions.isSubscribed,
+    isDegraded: () => degraded,
+    allReady,
+    recover,
+    onSilent: (failed) => {
+      suspect = failed;
+      enterDegraded('a store shard stopped carrying bus messages');
+    },
+  });
 
   const onDown = (role: string) => () => {
     // Which channels survived is unknown after a lost connection: recovery re-checks them all.
@@ -247,6 +145,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const onReady = () => {
     void recover()?.catch(() => {});
   };
+  const probeSoon = () => prober.soon();
   const listeners: Array<[StoreClient, string, (...args: unknown[]) => void]> = [];
   connections.forEach((conn, i) => {
     const role = i === 0 ? 'publish' : i === 1 ? 'subscribe' : 'data';
@@ -260,12 +159,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   for (const [conn, event, fn] of listeners) conn.on(event, fn);
 
   const onMessage = (ch: string, raw: string) => {
-    if (!subscribed.has(ch)) return;
-    if (raw.startsWith(PROBE_MARK)) {
-      const [from, nonce] = raw.slice(PROBE_MARK.length).split(':');
-      if (from === instanceId && nonce) pendingProbes.get(nonce)?.();
-      return;
-    }
+    if (!subscriptions.isSubscribed(ch)) return;
+    if (prober.receive(raw)) return;
     const receivedAt = Date.now();
     const parsed = parseEnvelope(raw, options.maxPayloadBytes);
     if (!parsed.ok) {
@@ -324,51 +219,19 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     async join(topic, handler) {
       const off = local.subscribe(topic, handler);
       const ch = channelFor(channels, topic, undefined, '');
-      const count = (dynamic.get(ch) ?? 0) + 1;
-      dynamic.set(ch, count);
-      subscribed.add(ch);
-      if (count === 1 && !closed) {
-        // While degraded the subscription is left to recovery (subscribeAll includes every room channel).
-        const pending = degraded
-          ? Promise.resolve()
-          : (sharded ? sub.ssubscribe(ch) : sub.subscribe(ch)).then(
-              () => {},
-              (err: unknown) => {
-                logger.warn(
-                  { err: err instanceof Error ? err.message : String(err) },
-                  'room subscribe failed',
-                );
-                // Not left as it is: the probe finds the channel silent and recovery subscribes it again.
-                probeSoon();
-              },
-            );
-        joining.set(ch, pending);
-        void pending.finally(() => {
-          if (joining.get(ch) === pending) joining.delete(ch);
-        });
-      }
-      await joining.get(ch);
+      await subscriptions.join(ch);
       let left = false;
       return () => {
         if (left) return;
         left = true;
         off();
-        const rest = (dynamic.get(ch) ?? 1) - 1;
-        if (rest > 0) {
-          dynamic.set(ch, rest);
-          return;
-        }
-        dynamic.delete(ch);
-        subscribed.delete(ch);
-        if (closed || sub.status !== 'ready') return;
-        // Commands on the subscriber connection run in order: a re-join right after queues behind this.
-        void (sharded ? sub.sunsubscribe(ch) : sub.unsubscribe(ch)).catch(() => {});
+        subscriptions.leave(ch);
       };
     },
     isDegraded: () => degraded,
     stats: () => counters.snapshot(),
     async start(timeoutMs = 2_000) {
-      scheduleProbe(PROBE_RETRY_MS);
+      prober.schedule(PROBE_RETRY_MS);
       if (allReady()) {
         await recover();
         return;
@@ -395,13 +258,12 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     async close() {
       if (closed) return;
       closed = true;
-      clearTimeout(probeTimer);
+      prober.stop();
       for (const [conn, event, fn] of listeners) conn.off(event, fn);
       sub.off(messageEvent, onMessage);
       local.clear();
       if (sub.status !== 'ready') return;
-      if (sharded) await Promise.all(channels.all.map((ch) => sub.sunsubscribe(ch).catch(() => {})));
-      else await sub.unsubscribe(...channels.all).catch(() => {});
+      await subscriptions.unsubscribeFixed();
     },
   };
   return bus;

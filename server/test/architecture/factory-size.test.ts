@@ -11,16 +11,6 @@ import { describe, expect, it } from 'vitest';
 const SRC = fileURLToPath(new URL('../../src', import.meta.url));
 const MAX_LINES = 300;
 
-/**
- * Known exceptions, `<file under server/src>#<function>`: each is being split on another branch (issue 21,
- * item 8) and leaves this list when that branch is merged. Nothing may be added here; chat has no entry.
- */
-const KNOWN_EXCEPTIONS = new Set<string>([
-  'notifications/stream-hub.ts#createStreamHub',
-  'notifications/service.ts#createNotificationService',
-  'realtime/redis-bus.ts#createRedisBus',
-]);
-
 interface Measured {
   /** `<file>#<function>` */
   id: string;
@@ -99,21 +89,9 @@ describe('architecture: factories stay small', () => {
     ]);
   });
 
-  it(`every top-level function in server/src is at most ${MAX_LINES} lines (known exceptions aside)`, () => {
+  it(`every top-level function in server/src is at most ${MAX_LINES} lines`, () => {
     expect(measured.length).toBeGreaterThan(100);
-    const over = measured
-      .filter((m) => m.lines > MAX_LINES && !KNOWN_EXCEPTIONS.has(m.id))
-      .map((m) => `${m.id}: ${m.lines} lines`);
+    const over = measured.filter((m) => m.lines > MAX_LINES).map((m) => `${m.id}: ${m.lines} lines`);
     expect(over).toEqual([]);
-  });
-
-  it('every known exception still exists and is still too long (an entry that is not leaves the list)', () => {
-    const byId = new Map(measured.map((m) => [m.id, m.lines]));
-    const stale = [...KNOWN_EXCEPTIONS].filter((id) => (byId.get(id) ?? 0) <= MAX_LINES);
-    expect(stale).toEqual([]);
-  });
-
-  it('chat has no exception', () => {
-    expect([...KNOWN_EXCEPTIONS].filter((id) => id.startsWith('chat/'))).toEqual([]);
   });
 });

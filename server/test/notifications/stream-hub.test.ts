@@ -9,7 +9,8 @@ import type { AuthContext } from '../../src/auth/guard.js';
 import type { NotificationBusMessage } from '../../src/notifications/events.js';
 import type { NotificationRepository } from '../../src/notifications/repository.js';
 import type { Notification } from '../../src/notifications/schemas.js';
-import { createStreamHub, parseLastEventId, type StreamHub } from '../../src/notifications/stream-hub.js';
+import { parseLastEventId } from '../../src/notifications/stream-hub/resume.js';
+import { createStreamHub, type StreamHub } from '../../src/notifications/stream-hub.js';
 import type { Presence } from '../../src/realtime/types.js';
 import { openStream, type SseClient } from '../helpers/sse-client.js';
 
