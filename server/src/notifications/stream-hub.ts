@@ -194,7 +194,7 @@ export function createStreamHub(deps: StreamHubDeps) {
       reply.hijack();
       const headers = reply.getHeaders() as OutgoingHttpHeaders;
       // Fastify keeps the reply until the stream ends: its copy of the headers is not needed after the head.
-      for (const name of Object.keys(headers)) reply.removeHeader(name);
+      dropReplyHeaders(reply);
       const conn = openSse(reply.raw, { headers, maxBufferedBytes: deps.maxBufferedBytes });
       const userId = auth.user.id;
       // The cursor is read *before* registering: anything committed after the read is then held (published
@@ -256,3 +256,15 @@ export function createStreamHub(deps: StreamHubDeps) {
 }
 
 export type StreamHub = ReturnType<typeof createStreamHub>;
+
+/**
+ * Replaces the reply's header store with an empty one. Removing the headers one by one (`removeHeader`) leaves
+ * V8 a dictionary-mode object with its capacity (~840 B per idle stream in a heap snapshot diff); Fastify keeps
+ * the store under a private symbol, found by its description. Not found (another Fastify): the headers stay,
+ * which costs memory only.
+ */
+function dropReplyHeaders(reply: FastifyReply): void {
+  const target = reply as unknown as Record<symbol, unknown>;
+  const store = Object.getOwnPropertySymbols(target).find((s) => s.description === 'fastify.reply.headers');
+  if (store !== undefined) target[store] = {};
+}
