@@ -40,6 +40,13 @@ export const accountRelations = {
   mail: sql`(select id, email, locale, (email_verified and not ${BAN_ACTIVE}) as mailable from "user")`,
   /** `(id)`: administrators whose ban (if any) is not in force: the authority an API key's creator must hold. */
   activeAdmins: sql`(select id from "user" where role = 'admin' and not ${BAN_ACTIVE})`,
+  /** `(id, name, username)`: every account's public profile (chat shows members by name). */
+  profiles: sql`(select id, name, username from "user")`,
+  /**
+   * `(id, name, username)`: accounts without the ban flag (chat's audience of `general` and who may be invited;
+   * as in notificationEmail, an expired ban counts until better-auth lifts it).
+   */
+  unbannedProfiles: sql`(select id, name, username from "user" where banned is not true)`,
 };
 
 /** Gives an existing account the admin role (the create-admin command). */

@@ -2,6 +2,7 @@
 // (so concurrent adds cannot overshoot a limit), the checks that run before, and aborting a transaction with a
 // RoomError as its result.
 import { sql } from 'drizzle-orm';
+import { accountRelations } from '../../auth/accounts.js';
 import type { Db } from '../../infra/db.js';
 import { rowsOf, textArray } from '../../infra/db.js';
 import { GENERAL_ROOM_ID } from '../protocol.js';
@@ -49,7 +50,7 @@ export const atRoomLimit = async (db: Db, limits: RoomLimits, userIds: string[])
 export const unknownUsers = async (db: Db, userIds: string[]): Promise<string[]> => {
   if (userIds.length === 0) return [];
   const r = await rowsFrom(db)<{ id: string }>(
-    sql`select id from "user" where id = any(${textArray(userIds)}) and banned is not true`,
+    sql`select id from ${accountRelations.unbannedProfiles} u where id = any(${textArray(userIds)})`,
   );
   const found = new Set(r.map((x) => x.id));
   return userIds.filter((id) => !found.has(id));

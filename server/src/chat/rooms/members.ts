@@ -1,6 +1,7 @@
 // Who is in a room and how far each member has read: the member list, the read positions (receipts) with unread
 // counts, and the membership lookups other chat parts ask for (subscriber re-checks, mentions, notifications).
 import { sql } from 'drizzle-orm';
+import { accountRelations } from '../../auth/accounts.js';
 import type { Db } from '../../infra/db.js';
 import { textArray } from '../../infra/db.js';
 import { ChatLimits, GENERAL_ROOM_ID } from '../protocol.js';
@@ -36,7 +37,8 @@ export function createRoomMembers(db: Db, views: RoomViews): RoomMembers {
         role: MemberRole;
         last_read_seq: string | number;
       }>(sql`
-        select cm.user_id, u.name, cm.role, cm.last_read_seq from chat_member cm join "user" u on u.id = cm.user_id
+        select cm.user_id, u.name, cm.role, cm.last_read_seq
+        from chat_member cm join ${accountRelations.profiles} u on u.id = cm.user_id
         where cm.room_id = ${roomId} order by (cm.role = 'owner') desc, cm.joined_at, cm.user_id limit ${limit}`);
       return r.map((m) => ({
         userId: m.user_id,
@@ -86,10 +88,13 @@ export function createRoomMembers(db: Db, views: RoomViews): RoomMembers {
       const lower = usernames.map((u) => u.toLowerCase());
       const general = roomId === GENERAL_ROOM_ID;
       const r = general
-        ? await rows<{ id: string; name: string }>(sql`select id, name from "user"
-            where lower(username) = any(${textArray(lower)}) and banned is not true`)
+        ? await rows<{
+            id: string;
+            name: string;
+          }>(sql`select id, name from ${accountRelations.unbannedProfiles} u
+            where lower(username) = any(${textArray(lower)})`)
         : await rows<{ id: string; name: string }>(sql`select u.id, u.name from chat_member cm
-            join "user" u on u.id = cm.user_id
+            join ${accountRelations.profiles} u on u.id = cm.user_id
             where cm.room_id = ${roomId} and lower(u.username) = any(${textArray(lower)})`);
       return r.map((x) => ({ userId: x.id, name: x.name }));
     },

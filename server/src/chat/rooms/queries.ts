@@ -1,6 +1,7 @@
 // SQL pieces the rooms repository's parts share: running a statement for its rows, and a room row with the
 // caller's membership, unread count and (direct rooms) the other member's name.
 import { sql } from 'drizzle-orm';
+import { accountRelations } from '../../auth/accounts.js';
 import type { Db } from '../../infra/db.js';
 import { rowsOf } from '../../infra/db.js';
 import { ChatLimits } from '../protocol.js';
@@ -35,5 +36,5 @@ export const unreadExpr = (userId: string) => sql`(select count(*)::int from (
 
 // A direct room is named after the other member.
 export const otherName = (userId: string) => sql`case when r.kind = 'direct' then (
-      select u.name from chat_member o join "user" u on u.id = o.user_id
+      select u.name from chat_member o join ${accountRelations.profiles} u on u.id = o.user_id
       where o.room_id = r.id and o.user_id <> ${userId} limit 1) end`;

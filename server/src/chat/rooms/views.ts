@@ -1,6 +1,7 @@
 // Rooms as a caller sees them: the access rule every path applies (a private or direct room is invisible to
 // non-members), one room with the caller's membership, and the room lists (mine, public).
 import { sql } from 'drizzle-orm';
+import { accountRelations } from '../../auth/accounts.js';
 import type { Db } from '../../infra/db.js';
 import { GENERAL_ROOM_ID } from '../protocol.js';
 import type { Caller, MemberRole, Room, RoomAccess, RoomKind } from './model.js';
@@ -24,7 +25,9 @@ export function createRoomViews(db: Db): RoomViews {
   const usersCount = async () => {
     const now = Date.now();
     if (generalCount && now - generalCount.at < 30_000) return generalCount.value;
-    const r = await rows<{ n: number }>(sql`select count(*)::int as n from "user" where banned is not true`);
+    const r = await rows<{ n: number }>(
+      sql`select count(*)::int as n from ${accountRelations.unbannedProfiles} u`,
+    );
     generalCount = { at: now, value: r[0]?.n ?? 0 };
     return generalCount.value;
   };
