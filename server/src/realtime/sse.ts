@@ -66,7 +66,8 @@ const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'content-enco
  *   for `getHeader`, which nothing calls once the head is out: it is dropped.
  * - The request's parsed headers (a dictionary, larger still once a key is deleted) and `rawHeaders` (the Cookie
  *   header among them: a session cookie plus whatever else the site sets, often kilobytes) are not needed once
- *   the session was checked and the head written: both are replaced by empty ones.
+ *   the session was checked and the head written: both are replaced, keeping only the headers the access log
+ *   reads.
  */
 function compactHeadState(raw: ServerResponse): void {
   const res = raw as ServerResponse & { _header?: unknown } & Record<symbol, unknown>;
@@ -74,7 +75,15 @@ function compactHeadState(raw: ServerResponse): void {
   const outHeaders = Object.getOwnPropertySymbols(res).find((s) => s.description === 'kOutHeaders');
   if (outHeaders !== undefined) res[outHeaders] = null;
   const req = raw.req;
-  req.headers = {};
+  // Kept: what the access-log line at the stream's end reads (the host, and the client address behind a trusted
+  // proxy).
+  const h = req.headers;
+  req.headers = {
+    host: h.host,
+    'x-forwarded-for': h['x-forwarded-for'],
+    'x-forwarded-host': h['x-forwarded-host'],
+    'x-forwarded-proto': h['x-forwarded-proto'],
+  };
   req.rawHeaders = [];
 }
 
