@@ -181,10 +181,17 @@ describe('Web Push in Chromium', () => {
       });
       void cdp.send('ServiceWorker.enable');
     });
-    await cdp.send('ServiceWorker.deliverPushMessage', {
-      origin: base,
-      registrationId,
-      data: JSON.stringify(message?.payload),
+    // The worker must be active before a push reaches it; a message handed to a registration whose worker is
+    // still starting can be dropped by Chromium, so the delivery is repeated (the notification's tag makes a
+    // repeat replace, not add) until the worker has shown it.
+    await sw.evaluate(async () => {
+      const reg = await navigator.serviceWorker.ready;
+      const worker = reg.active;
+      if (worker && worker.state !== 'activated') {
+        await new Promise<void>((resolve) =>
+          worker.addEventListener('statechange', () => worker.state === 'activated' && resolve()),
+        );
+      }
     });
     const readShown = () =>
       sw.evaluate(async () => {
@@ -192,10 +199,17 @@ describe('Web Push in Chromium', () => {
         const list = (await reg?.getNotifications()) ?? [];
         return list.length > 0 ? { title: list[0]?.title, body: list[0]?.body, data: list[0]?.data } : null;
       });
-    let shown = await readShown();
-    for (let i = 0; i < 100 && shown === null; i++) {
-      await sw.waitForTimeout(200);
-      shown = await readShown();
+    let shown: Awaited<ReturnType<typeof readShown>> = null;
+    for (let attempt = 0; attempt < 6 && shown === null; attempt++) {
+      await cdp.send('ServiceWorker.deliverPushMessage', {
+        origin: base,
+        registrationId,
+        data: JSON.stringify(message?.payload),
+      });
+      for (let i = 0; i < 25 && shown === null; i++) {
+        await sw.waitForTimeout(200);
+        shown = await readShown();
+      }
     }
     expect(shown).toEqual({
       title: 'Pushed to Chromium',

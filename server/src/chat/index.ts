@@ -199,6 +199,8 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
       void revalidateAll();
       // Room changes published while the bus was degraded never reached this instance: read them.
       live.catchUp();
+      // And the changes this instance stored while its own publishes stayed local: tell the others.
+      void chat.resync.flush();
       // Positions recorded by other instances meanwhile may be missing from the store: primary reads for a while.
       positions.suspend();
     }),
@@ -246,6 +248,9 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
         Math.min(2_000, config.SHUTDOWN_TIMEOUT_MS / 4),
       );
       for (const off of unsubscribe) off();
+      // One last attempt for syncs still owed (bounded: the bus may be gone), then nothing more is sent.
+      await Promise.race([chat.resync.flush(), new Promise((r) => setTimeout(r, 500).unref())]);
+      chat.resync.stop();
       throttle.close();
       createLimit.close();
       notifier.close();

@@ -20,6 +20,7 @@ import {
 import type { ChatServiceDeps, ServiceContext } from './service/context.js';
 import { createMessageHandlers } from './service/message-handlers.js';
 import { createReceive } from './service/receive.js';
+import { createResync, type Resync } from './service/resync.js';
 import { createRoomHandlers } from './service/room-handlers.js';
 import { createSocketGuard } from './service/socket-guard.js';
 import { createWriteChecks } from './service/write-checks.js';
@@ -50,6 +51,8 @@ export interface ChatService {
   disconnectUser(event: UserDisconnect): void;
   /** Sends an `error` and counts it towards the abuse limit. */
   fail(conn: ChatConnection, code: ChatErrorCode, message: string): void;
+  /** Room syncs owed for changes that reached this instance only (flushed when the bus recovers). */
+  resync: Pick<Resync, 'flush' | 'owed' | 'stop'>;
 }
 
 function frameText(data: RawData): string {
@@ -62,6 +65,11 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
   const { hub, bus, typing, logger, live } = deps;
   const guard = createSocketGuard({ hub, logger, frameLimit: deps.frameLimit });
   const receive = createReceive(deps);
+  const resync = createResync({
+    publishSync: (roomId, rev) => bus.publish(roomTopic(roomId), { type: 'sync', roomId, rev }),
+    isDegraded: () => bus.isDegraded(),
+    logger,
+  });
   const ctx: ServiceContext = {
     deps,
     guard,
@@ -69,6 +77,10 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
       const roomId = 'roomId' in event ? event.roomId : GENERAL_ROOM_ID;
       bus
         .publish(roomTopic(roomId), event)
+        .then((reached) => {
+          // Only a change with a revision can be read back from PostgreSQL by the instances it missed.
+          if (!reached && 'rev' in event) resync.owe(roomId, event.rev);
+        })
         .catch((err: unknown) => logger.error({ err }, 'chat: publish failed'));
     },
     roomOf(conn, roomId) {
@@ -84,6 +96,7 @@ export function createChatService(deps: ChatServiceDeps): ChatService {
 
   return {
     fail,
+    resync,
     publish: ctx.publish,
     receive,
     open: guard.open,

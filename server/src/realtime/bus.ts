@@ -38,8 +38,13 @@ export interface BusStats {
 
 export interface Bus {
   readonly instanceId: string;
-  /** Delivers to local subscribers at once, and to other instances when distributed. Never throws. */
-  publish<T>(topic: string, payload: T): Promise<void>;
+  /**
+   * Delivers to local subscribers at once, and to other instances when distributed. Never throws. Resolves
+   * false when the message reached this instance only although other instances may exist (the bus was degraded,
+   * the store refused the send, the message could not be encoded or was over the bus bound), so a caller whose
+   * receivers would otherwise never notice the loss can make up for it (chat's room resync); true otherwise.
+   */
+  publish<T>(topic: string, payload: T): Promise<boolean>;
   /** Returns an unsubscribe function. */
   subscribe<T>(topic: string, handler: BusHandler<T>): () => void;
   /**
@@ -154,9 +159,11 @@ export function createLocalBus(
   return {
     instanceId,
     async publish(topic, payload) {
-      if (closed) return;
+      if (closed) return !degraded;
       counters.published++;
       local.dispatch(createEnvelope(instanceId, topic, payload));
+      // The degraded fallback reached this instance only; a bus without a store has no one else to reach.
+      return !degraded;
     },
     subscribe: (topic, handler) => local.subscribe(topic, handler),
     join: async (topic, handler) => local.subscribe(topic, handler),

@@ -187,8 +187,11 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const bus: RedisBus = {
     instanceId,
     async publish(topic, payload) {
-      if (closed) return;
-      if (degraded) return fallback.publish(topic, payload);
+      if (closed) return true;
+      if (degraded) {
+        await fallback.publish(topic, payload);
+        return false;
+      }
       counters.published++;
       const envelope = createEnvelope(instanceId, topic, payload);
       local.dispatch(envelope);
@@ -199,20 +202,22 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       } catch (err) {
         counters.publishFailures++;
         logger.error({ topic, err }, 'bus message could not be serialised; delivered locally only');
-        return;
+        return false;
       }
       // Receivers drop anything above the bound, so there is no point sending it.
       if (Buffer.byteLength(raw) > options.maxPayloadBytes) {
         counters.publishFailures++;
         logger.error({ topic, bytes: raw.length }, 'bus message too large; delivered locally only');
-        return;
+        return false;
       }
       try {
         await send(channelFor(channels, topic, payload, envelope.id), raw);
+        return true;
       } catch (err) {
         counters.publishFailures++;
         logger.warn({ topic, err: err instanceof Error ? err.message : String(err) }, 'bus publish failed');
         probeSoon();
+        return false;
       }
     },
     subscribe: (topic, handler) => local.subscribe(topic, handler),

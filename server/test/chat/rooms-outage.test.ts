@@ -2,6 +2,8 @@
 // messages are sent on one instance. Nothing reaches the other instance meanwhile (the bus is down); once the
 // store is back, every instance catches its rooms up from PostgreSQL, so subscribers get the missed messages
 // in order, each once, without reconnecting. A socket that did reconnect resumes with sinceSeq.
+// A change that only the sender kept (its publish stayed local while the others' buses were fine) reaches them
+// through the sender's owed `sync`, with no later message to reveal the gap (chat/service/resync.ts).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
@@ -104,5 +106,43 @@ describe('chat rooms through a store outage', () => {
     const replayed = [];
     for (let i = 0; i < 3; i++) replayed.push((await back.next('new_message')).message.message);
     expect(replayed).toEqual(['during 1', 'during 2', 'after']);
+  });
+
+  it('a change whose publish stayed on the sender reaches the other instance with no later message', async () => {
+    // A real local-only publish with every bus healthy: instance C's bus bound is its minimum (1 KiB), so a
+    // message of 400 four-byte characters is stored and delivered on C but never sent to D.
+    const c = await env.app({ INSTANCE_ID: 'outage-c', BUS_MAX_PAYLOAD_BYTES: '1024' });
+    const d = await env.app({ INSTANCE_ID: 'outage-d' });
+    await Promise.all([c.listen({ port: 0, host: '127.0.0.1' }), d.listen({ port: 0, host: '127.0.0.1' })]);
+    await until(() => !c.ctx.realtime.bus.isDegraded() && !d.ctx.realtime.bus.isDegraded(), 'healthy buses');
+    const res = await c.inject({
+      method: 'POST',
+      url: '/chat/rooms',
+      headers: jsonHeaders(alice.cookie),
+      payload: { name: 'local only', kind: 'private', memberIds: [bob.id] },
+    });
+    const roomId = res.json().room.id as string;
+    const writer = await open(c, alice.cookie);
+    const reader = await open(d, bob.cookie);
+    for (const client of [writer, reader]) {
+      client.send({ type: 'subscribe', roomId });
+      await client.next('subscribed', (e) => e.roomId === roomId);
+    }
+    const send = (text: string) => {
+      const clientMessageId = randomUUID();
+      writer.send({ type: 'send_message', roomId, message: text, clientMessageId });
+      return writer.next('new_message', (e) => e.message.clientMessageId === clientMessageId);
+    };
+    await send('small');
+    await reader.next('new_message', (e) => e.message.message === 'small');
+    const big = '\u{1F600}'.repeat(400);
+    const failuresBefore = c.ctx.realtime.bus.stats().publishFailures;
+    await send(big);
+    await until(() => c.ctx.realtime.bus.stats().publishFailures > failuresBefore, 'the refused publish');
+    const got = await reader.next('new_message', (e) => e.message.message === big, 20_000);
+    expect(got.message.seq).toBe(2);
+    expect(
+      reader.log.filter((e) => e.type === 'new_message' && e.roomId === roomId).map((e) => e.message.seq),
+    ).toEqual([1, 2]);
   });
 });
