@@ -1,8 +1,9 @@
 // Owns email digests (CONTRACT §12): scheduling one row per user and window in a durable table (idempotent across
 // instances: unique (user_id, window_start)), and the worker that, when a window is over, claims due rows with
-// FOR UPDATE SKIP LOCKED plus a lease (like the outbox), lists the window's notifications still unread and queues
-// one email per row through the outbox, in the same transaction that marks the row done. The outbox's dedupe key
-// (`digest:<user>@<window>`) makes the email exactly-once even when a lease expires under a stalled worker.
+// FOR UPDATE SKIP LOCKED plus a lease (like the outbox), lists the window's notifications still unread (their SQL
+// is notifications/relations.ts's digestContent: notifications owns the table) and queues one email per row through
+// the outbox, in the same transaction that marks the row done. The outbox's dedupe key (`digest:<user>@<window>`)
+// makes the email exactly-once even when a lease expires under a stalled worker.
 import { type SQL, sql } from 'drizzle-orm';
 import { accountRelations } from '../auth/accounts.js';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
@@ -10,8 +11,8 @@ import type { EmailOutbox, OutboxEmail } from '../infra/email-outbox.js';
 import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import { createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
+import { type DigestItem, digestContent } from '../notifications/relations.js';
 import type { EmailRecipient } from '../notifications/repository.js';
-import { DEFAULT_EMAIL_TYPES } from '../notifications/schemas.js';
 import type { DigestEntry, EmailRenderer } from './renderer.js';
 import { type UnsubscribeTokens, unsubscribeUrl } from './tokens.js';
 
@@ -51,7 +52,7 @@ interface DueRow {
   locale: string | null;
   send: boolean;
   total: number;
-  items: string | Array<{ type: string; title: string; content: string; createdAt: string }>;
+  items: string | DigestItem[];
 }
 
 /** The digests a claim takes: due, unleased, oldest first, in the due index's (next_attempt_at, id) order. */
@@ -113,32 +114,22 @@ export function createDigests(deps: {
         returning id::text as id`),
     ).map((r) => r.id);
 
+  // The window's unread notifications come from notifications/, which owns their table and the preference rules.
+  const content = digestContent(
+    { userId: sql`d.user_id`, windowStart: sql`d.window_start`, windowEnd: sql`d.window_end` },
+    DIGEST_MAX_ITEMS,
+  );
   /** The claimed rows with their recipient and the window's unread notifications (one query for the batch). */
   const load = async (ids: string[]) =>
     rowsOf<DueRow>(
       await db.execute(sql`
         select d.id::text as id, d.user_id, ${epochMs('d.window_start')} as ws, ${epochMs('d.window_end')} as we,
                u.email, u.locale,
-               (u.mailable and coalesce(p.email_enabled, true)) as send,
-               c.total, i.items
+               (u.mailable and ${content.emailEnabled}) as send,
+               ${content.total} as total, ${content.items} as items
         from email_digest d
         join ${accountRelations.mail} u on u.id = d.user_id
-        left join notification_preference p on p.user_id = d.user_id
-        cross join lateral (
-          select count(*)::int as total from notification n
-          where n.user_id = d.user_id and not n.read
-            and n.created_at >= d.window_start and n.created_at < d.window_end
-            and n.type = any(coalesce(p.email_types, ${textArray(DEFAULT_EMAIL_TYPES)}))) c
-        cross join lateral (
-          select coalesce(json_agg(json_build_object('type', s.type, 'title', s.title, 'content', s.content,
-                   'createdAt', s.created_at) order by s.created_at desc, s.id desc), '[]'::json) as items
-          from (
-            select n.id, n.type, n.title, n.content, n.created_at from notification n
-            where n.user_id = d.user_id and not n.read
-              and n.created_at >= d.window_start and n.created_at < d.window_end
-              and n.type = any(coalesce(p.email_types, ${textArray(DEFAULT_EMAIL_TYPES)}))
-            order by n.created_at desc, n.id desc
-            limit ${DIGEST_MAX_ITEMS}) s) i
+        ${content.joins}
         where d.id = any(${bigintArray(ids.map(Number))})`),
     );
 
@@ -155,9 +146,12 @@ export function createDigests(deps: {
         continue;
       }
       const list = typeof row.items === 'string' ? JSON.parse(row.items) : row.items;
-      const items: DigestEntry[] = (
-        list as Array<{ type: string; title: string; content: string; createdAt: string }>
-      ).map((n) => ({ type: n.type, title: n.title, content: n.content, createdAt: new Date(n.createdAt) }));
+      const items: DigestEntry[] = (list as DigestItem[]).map((n) => ({
+        type: n.type,
+        title: n.title,
+        content: n.content,
+        createdAt: new Date(n.createdAt),
+      }));
       const windowStart = Number(row.ws);
       const url = unsubscribeUrl(deps.apiBaseUrl, deps.tokens.sign({ userId: row.user_id, scope: 'all' }));
       const mail = deps.renderer.render(

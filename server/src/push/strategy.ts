@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import type { DeliveryItem, DeliveryStrategy } from '../notifications/delivery.js';
-import { DEFAULT_PUSH_TYPES } from '../notifications/schemas.js';
+import { notificationRelations } from '../notifications/relations.js';
 
 export function pushDeliveryStrategy(deps: { db: Db; kick: () => void }): DeliveryStrategy {
   return {
@@ -21,7 +21,8 @@ export function pushDeliveryStrategy(deps: { db: Db; kick: () => void }): Delive
       }
       let queued = 0;
       for (const [type, group] of byType) {
-        // Raw SQL: unnest of two parallel arrays joined to preferences and subscriptions, the queue insert as a
+        // Raw SQL: unnest of two parallel arrays joined to the users who want the type pushed (the preferences are
+        // notifications/'s, through notificationRelations) and to subscriptions, the queue insert as a
         // CTE, and the users with at least one live subscription returned whether or not their rows already
         // existed (the unique (notification, subscription) index keeps a re-run single).
         const rows = rowsOf<{ user_id: string; queued: number }>(
@@ -30,8 +31,7 @@ export function pushDeliveryStrategy(deps: { db: Db; kick: () => void }): Delive
               select x.user_id, x.nid
               from unnest(${textArray(group.map((i) => i.userId))}, ${textArray(group.map((i) => i.notificationId))})
                 as x(user_id, nid)
-              join notification_preference p on p.user_id = x.user_id
-              where p.push_enabled and ${type} = any(coalesce(p.push_types, ${textArray(DEFAULT_PUSH_TYPES)}))
+              join ${notificationRelations.pushRecipients(type)} p on p.user_id = x.user_id
             ), s as (
               select t.user_id, t.nid::uuid as nid, s.id as sid, s.push_service
               from t join push_subscription s on s.user_id = t.user_id

@@ -14,6 +14,7 @@ import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js
 import type { Logger } from '../infra/logger.js';
 import { backoffMs, createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
 import { SpanKind, withSpan } from '../infra/tracing.js';
+import { notificationRelations } from '../notifications/relations.js';
 import type { MessageBuilder } from './message.js';
 import { buildPayload, topicOf, urgencyOf } from './payload.js';
 import type { PushEvents, PushSender, PushSendResult as SendResult } from './ports.js';
@@ -137,7 +138,7 @@ export function createPushWorker(options: PushWorkerOptions) {
         set attempts = d.attempts + 1, locked_until = ${inMs(options.leaseMs)}, last_attempt_at = now()
         from picked p
         left join push_subscription s on s.id = p.subscription_id and s.user_id = p.user_id
-        left join notification n on n.id = p.notification_id
+        left join ${notificationRelations.contents} n on n.id = p.notification_id
         where d.id = p.id
         returning d.id::text as id, d.notification_id::text as notification_id,
           d.subscription_id::text as subscription_id, d.user_id, d.push_service, d.attempts, d.created_at,

@@ -1,4 +1,6 @@
-// Tables owned by the notifications feature (and the admin broadcast that writes into them).
+// The notification tables, owned by notifications/ (notification, notification_cursor, notification_event,
+// notification_preference), and the email tables defined beside them: email_outbox, owned by infra/email-outbox.ts,
+// and email_digest, owned by email/ (docs/architecture.md, "Owners").
 import { sql } from 'drizzle-orm';
 import {
   bigint,
