@@ -302,6 +302,8 @@ export const EnvSchema = z.object({
   }),
   ACTION_ALLOWED_DOMAINS: list.transform((hosts) => hosts.map((h) => h.toLowerCase())),
   BROADCAST_BATCH_SIZE: int(500, 1, 10_000),
+  // Batch statements of one broadcast written at once (each on its own pooled connection).
+  BROADCAST_WRITE_CONCURRENCY: int(2, 1, 16),
   // A send to more users than this is accepted at once (202) and runs in the background (CONTRACT §5).
   BROADCAST_ASYNC_THRESHOLD: int(10_000, 0, 100_000_000),
   // How often each instance looks for asynchronous sends to run (queued, or abandoned by a dead instance).

@@ -87,6 +87,7 @@ export function registerNotifications(app: FastifyInstance, deps: NotificationsD
     policy: actionUrlPolicy(config.FE_BASE_URL, config.ACTION_ALLOWED_DOMAINS),
     logger,
     batchSize: config.BROADCAST_BATCH_SIZE,
+    writeConcurrency: config.BROADCAST_WRITE_CONCURRENCY,
     maxBusPayloadBytes: config.BUS_MAX_PAYLOAD_BYTES,
   });
   const hub = createStreamHub({

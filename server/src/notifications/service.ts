@@ -43,6 +43,8 @@ export interface NotificationServiceDeps {
   policy: ActionUrlPolicy;
   logger: Logger;
   batchSize: number;
+  /** BROADCAST_WRITE_CONCURRENCY: batch statements of one broadcast in flight at once. */
+  writeConcurrency?: number;
   /** BUS_MAX_PAYLOAD_BYTES: bus messages are cut to fit, never dropped for size. */
   maxBusPayloadBytes: number;
 }

@@ -50,6 +50,8 @@ export interface NotificationCreatorDeps {
   policy: ActionUrlPolicy;
   logger: Logger;
   batchSize: number;
+  /** Batch statements of one broadcast in flight at once (BROADCAST_WRITE_CONCURRENCY; 1 when absent). */
+  writeConcurrency?: number;
 }
 
 /** A batch whose rows, cursors and events are committed, waiting for its cache bump, bus message and delivery. */
@@ -150,9 +152,12 @@ export function createNotificationCreator(deps: NotificationCreatorDeps) {
   };
 
   /**
-   * Batches from `batches` (each at most BROADCAST_BATCH_SIZE users are written per statement), pipelined: batch
-   * k + 1 is written while batch k's cache bump, bus message and delivery run, so PostgreSQL and the rest
-   * overlap. At most one batch waits for its second half, which bounds memory whatever the audience.
+   * Batches from `batches` (each at most BROADCAST_BATCH_SIZE users are written per statement), pipelined: up to
+   * BROADCAST_WRITE_CONCURRENCY batch statements run at once (on their own pooled connections; the batches hold
+   * disjoint users, whose cursor rows are the only locks they take), and each written batch's cache bump, bus
+   * message and delivery run, in order, while the next ones are written. A broadcast's last recipients are reached
+   * after about (batches × statement time) / concurrency instead of batches × statement time. At most
+   * `concurrency` written batches wait for their second half, which bounds memory whatever the audience.
    */
   const createInBatches = async (
     batches: AsyncIterable<string[]> | Iterable<string[]>,
@@ -160,37 +165,69 @@ export function createNotificationCreator(deps: NotificationCreatorDeps) {
     options: CreateOptions,
   ): Promise<{ createdCount: number; existingCount: number; missingUserIds: string[] }> => {
     const valid = validate(input);
+    const concurrency = Math.max(1, deps.writeConcurrency ?? 1);
     let createdCount = 0;
     let existingCount = 0;
     const missing: string[] = [];
     let tail: Promise<void> = Promise.resolve();
     let tailError: { err: unknown } | undefined;
+    /** Writes started and not yet handed to their second half, oldest first. */
+    const writing: Array<Promise<{ w: WrittenBatch } | { err: unknown }>> = [];
+    let writeError: { err: unknown } | undefined;
+    /** The oldest write's outcome: its second half queued behind the previous one's. */
+    const settleOldest = async () => {
+      const outcome = await writing.shift();
+      if (!outcome) return;
+      if ('err' in outcome) {
+        writeError ??= outcome;
+        return;
+      }
+      const { w } = outcome;
+      createdCount += w.created.length;
+      existingCount += w.existing.length;
+      missing.push(...w.missingUserIds);
+      await tail;
+      // Caught here and rethrown by the caller, so a failing second half is never an unhandled rejection.
+      tail = finishBatch(w, options).catch((err: unknown) => {
+        tailError = { err };
+      });
+      // After the batch's delivery started: a callback that throws (a send stopping) leaves it delivered.
+      options.onBatch?.({
+        created: w.created.length,
+        existing: w.existing.length,
+        missingUserIds: w.missingUserIds,
+      });
+    };
     try {
       for await (const ids of batches) {
         for (let i = 0; i < ids.length; i += deps.batchSize) {
           options.signal?.throwIfAborted();
-          const w = await writeBatch(ids.slice(i, i + deps.batchSize), valid, options);
-          createdCount += w.created.length;
-          existingCount += w.existing.length;
-          missing.push(...w.missingUserIds);
-          await tail;
+          if (writeError) throw writeError.err;
           if (tailError) throw tailError.err;
-          // Caught here and rethrown above, so a failing second half is never an unhandled rejection.
-          tail = finishBatch(w, options).catch((err: unknown) => {
-            tailError = { err };
-          });
-          // After the batch's delivery started: a callback that throws (a send stopping) leaves it delivered.
-          options.onBatch?.({
-            created: w.created.length,
-            existing: w.existing.length,
-            missingUserIds: w.missingUserIds,
-          });
+          // Settled through `writing` (never left unobserved): a failed write is recorded, not thrown here.
+          writing.push(
+            writeBatch(ids.slice(i, i + deps.batchSize), valid, options).then(
+              (w) => ({ w }),
+              (err: unknown) => ({ err }),
+            ),
+          );
+          if (writing.length >= concurrency) await settleOldest();
         }
       }
     } finally {
-      // Even when a write failed, the batches already committed get their events and delivery.
+      // Even when a write failed or the send stopped, the batches already committed get their events and
+      // delivery; writes still running are awaited so none is left behind the caller's back.
+      while (writing.length > 0) {
+        try {
+          await settleOldest();
+        } catch (err) {
+          // A progress callback that throws (the send stopping) must not strand the writes behind it.
+          writeError ??= { err };
+        }
+      }
       await tail;
     }
+    if (writeError) throw writeError.err;
     if (tailError) throw tailError.err;
     return { createdCount, existingCount, missingUserIds: missing };
   };
