@@ -32,10 +32,10 @@ export const accountRelations = {
   ids: sql`(select id from "user")`,
   /**
    * `(id, email, locale)`: accounts a notification may be emailed to when it is created — a verified address (an
-   * unverified one was typed by whoever signed up, not necessarily its owner) and no ban flag. Unlike
-   * isBanActive, a ban whose expiry has passed still counts here until better-auth lifts it at the next sign-in.
+   * unverified one was typed by whoever signed up, not necessarily its owner) and no ban in force (isBanActive:
+   * a temporary ban whose expiry has passed no longer counts, as for broadcasts, digests and API keys).
    */
-  notificationEmail: sql`(select id, email, locale from "user" where email_verified and not coalesce(banned, false))`,
+  notificationEmail: sql`(select id, email, locale from "user" where email_verified and not ${BAN_ACTIVE})`,
   /** `(id, email, locale, mailable)`: every account, `mailable` when its address is verified and no ban applies. */
   mail: sql`(select id, email, locale, (email_verified and not ${BAN_ACTIVE}) as mailable from "user")`,
   /** `(id)`: administrators whose ban (if any) is not in force: the authority an API key's creator must hold. */
@@ -43,10 +43,10 @@ export const accountRelations = {
   /** `(id, name, username)`: every account's public profile (chat shows members by name). */
   profiles: sql`(select id, name, username from "user")`,
   /**
-   * `(id, name, username)`: accounts without the ban flag (chat's audience of `general` and who may be invited;
-   * as in notificationEmail, an expired ban counts until better-auth lifts it).
+   * `(id, name, username)`: accounts with no ban in force (chat's audience of `general` and who may be invited;
+   * the same rule as isBanActive everywhere else).
    */
-  unbannedProfiles: sql`(select id, name, username from "user" where banned is not true)`,
+  unbannedProfiles: sql`(select id, name, username from "user" where not ${BAN_ACTIVE})`,
 };
 
 /** Gives an existing account the admin role (the create-admin command). */

@@ -170,6 +170,26 @@ describe('email: branding, templates, locales, unsubscribe, digests', () => {
     expect(mail.text).toContain('<script>alert(1)</script> & {{appName}}');
   });
 
+  it('one ban rule: a notification is emailed once a temporary ban has expired, never while a ban is in force', async () => {
+    const [expired, inForce] = await Promise.all([
+      createVerifiedUser(app, env.smtp),
+      createVerifiedUser(app, env.smtp),
+    ]);
+    // As better-auth leaves them until the user's next sign-in: the flag still set, the expiry past or future.
+    await app.ctx.database.db.execute(
+      sql`update "user" set banned = true, ban_expires = now() - interval '1 minute' where id = ${expired.id}`,
+    );
+    await app.ctx.database.db.execute(
+      sql`update "user" set banned = true, ban_expires = now() + interval '1 hour' where id = ${inForce.id}`,
+    );
+    for (const u of [expired, inForce]) {
+      await app.notifications.createForUser(u.id, { type: 'mention', title: `ban rule ${u.id}`, content: 'x' });
+    }
+    await env.smtp.waitFor((m) => m.to.includes(expired.email) && m.subject === `ban rule ${expired.id}`);
+    await outboxIdle();
+    expect(mailsTo(inForce.email).filter((m) => m.subject.startsWith('ban rule'))).toEqual([]);
+  });
+
   it('locale: German for a de user, en for an unknown one, invalid tags refused, update-user normalises', async () => {
     const de = await signUp({ locale: 'de' });
     expect(de.res.statusCode, de.res.body).toBe(200);
