@@ -183,7 +183,11 @@ describe('email: branding, templates, locales, unsubscribe, digests', () => {
       sql`update "user" set banned = true, ban_expires = now() + interval '1 hour' where id = ${inForce.id}`,
     );
     for (const u of [expired, inForce]) {
-      await app.notifications.createForUser(u.id, { type: 'mention', title: `ban rule ${u.id}`, content: 'x' });
+      await app.notifications.createForUser(u.id, {
+        type: 'mention',
+        title: `ban rule ${u.id}`,
+        content: 'x',
+      });
     }
     await env.smtp.waitFor((m) => m.to.includes(expired.email) && m.subject === `ban rule ${expired.id}`);
     await outboxIdle();
