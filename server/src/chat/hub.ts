@@ -95,6 +95,7 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
     coalesceMs: options.coalesceMs ?? 0,
     minFramesPerSecond: options.coalesceMinFramesPerSecond ?? COALESCE_MIN_FRAMES_PER_SECOND,
     onWrites: options.onWrites,
+    sockets: () => connections.size,
   });
   const connections = new Map<string, ChatConnection>();
   const byUser = new Map<string, Set<ChatConnection>>();

@@ -24,6 +24,8 @@ export interface WriteBatchOptions {
   coalesceMs: number;
   /** Load threshold in fan-out frames per second. */
   minFramesPerSecond: number;
+  /** Open sockets now: coalescing needs more than one frame per socket per window on average. */
+  sockets: () => number;
   /** After each flush: fan-out frames and socket writes since the previous call. */
   onWrites?: (frames: number, writes: number) => void;
 }
@@ -43,7 +45,7 @@ export interface WriteBatch {
 // Why: a socket written by fan-out stays corked until the next flush, so the frames it gets meanwhile leave in one
 // writev instead of one syscall each (one write per socket per message was 56 % of an instance's busy time at
 // 100 msg/s to 667 sockets). When the flush runs:
-// - idle (under the threshold): in a setImmediate, i.e. in the same loop iteration; it only merges events that
+// - idle (under the threshold, or fewer than one frame per socket per window on average): in a setImmediate, i.e. in the same loop iteration; it only merges events that
 //   arrive together (a backlog read from the bus in one go) and adds no latency;
 // - loaded: no sooner than `coalesceMs` after the previous flush. A message after a quiet spell still leaves in
 //   the same iteration; one right behind another waits at most `coalesceMs`, with whatever else arrives
@@ -71,7 +73,10 @@ export function createWriteBatch(options: WriteBatchOptions): WriteBatch {
       bucketFrames = 0;
       bucketStart = now;
     }
-    return Math.max(previousBucketFrames, bucketFrames) >= minFramesPerBucket;
+    const frames = Math.max(previousBucketFrames, bucketFrames);
+    // Both: enough writes for their cost to matter, and frames dense enough that a window would hold two to a
+    // socket (otherwise a message would wait for the window with nothing to share it with).
+    return frames >= minFramesPerBucket && frames >= (options.sockets() * LOAD_BUCKET_MS) / coalesceMs;
   };
 
   const flush = () => {
