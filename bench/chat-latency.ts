@@ -6,6 +6,7 @@
 //        [--instances 2] [--inline-discard] [--discard-nice 19] [--full-clients] [--cpu-prof-dir DIR]
 //        (--cpu-prof-dir: every instance runs under --cpu-prof; summarise with `npx tsx bench/_profile.ts FILE`)
 //        (observers: parsed sockets on each instance other than A)
+//        CHAT_COALESCE_MS in the environment reaches the instances (0: no coalescing across turns).
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -208,6 +209,17 @@ async function histogramTotals(
   return totals;
 }
 
+/** A counter's value on an instance (NaN when the instance does not have it, e.g. older code). */
+async function counterValue(cluster: TestCluster, i: number, name: string): Promise<number> {
+  const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
+    headers: { authorization: `Bearer ${METRICS_KEY}` },
+  });
+  const line = (await res.text())
+    .split('\n')
+    .find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
+}
+
 /** Mean per stage (ms) between two readings of every instance. */
 function stageMeans(
   before: Map<string, { sum: number; count: number }>[],
@@ -343,7 +355,15 @@ async function main() {
         Promise.all(ports.map((_, k) => histogramTotals(cluster, k, 'herald_pubsub_latency_seconds'))),
         Promise.all(ports.map((_, k) => histogramTotals(cluster, k, 'herald_chat_fanout_duration_seconds'))),
       ]);
+    const readWrites = () =>
+      Promise.all(
+        ports.map(async (_, k) => ({
+          frames: await counterValue(cluster, k, 'herald_chat_fanout_frames_total'),
+          writes: await counterValue(cluster, k, 'herald_chat_socket_writes_total'),
+        })),
+      );
     const stagesBefore = await readStages();
+    const writesBefore = await readWrites();
     const cpuBefore = ports.map(cpuSecondsOfPort);
     const ownCpuBefore = process.cpuUsage();
     let n = 0;
@@ -379,6 +399,7 @@ async function main() {
     const ownCpu = process.cpuUsage(ownCpuBefore);
     // Let the last messages arrive.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const writesAfter = await readWrites();
     measuring = false;
 
     const expected = total - measuredFrom;
@@ -421,6 +442,22 @@ async function main() {
       `CPU while sending (${sendingSeconds.toFixed(1)} s; 200 % = both cores): ` +
         `${cpuUsed.map((c, k) => `${k === 0 ? 'A' : `instance ${k}`} ${share(c)}`).join(', ')}, ` +
         `bench clients ${share((ownCpu.user + ownCpu.system) / 1e6)}`,
+    );
+    // Every instance fans every message out, so an instance's CPU per message is its CPU over the messages sent.
+    console.log(
+      `CPU per message: ${cpuUsed
+        .map((c, k) => `${k === 0 ? 'A' : `instance ${k}`} ${((c / n) * 1000).toFixed(2)} ms`)
+        .join(', ')}`,
+    );
+    console.log(
+      `fan-out frames / socket writes per second (server counters, over the sending time): ${writesAfter
+        .map((w, k) => {
+          const b = writesBefore[k];
+          const frames = (w.frames - (b?.frames ?? Number.NaN)) / sendingSeconds;
+          const writes = (w.writes - (b?.writes ?? Number.NaN)) / sendingSeconds;
+          return `${k === 0 ? 'A' : `instance ${k}`} ${frames.toFixed(0)} / ${writes.toFixed(0)}`;
+        })
+        .join(', ')}`,
     );
     loopDelay.disable();
     console.log(

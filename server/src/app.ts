@@ -170,6 +170,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     events,
     notifications: notifications.service,
     observeFanout: (seconds) => metrics.chatFanout.observe(seconds),
+    countFanoutWrites: (frames, writes) => {
+      metrics.chatFanoutFrames.inc(frames);
+      metrics.chatSocketWrites.inc(writes);
+    },
     observeSendStage: (stage, seconds) => metrics.chatSendStage.observe({ stage }, seconds),
   });
   await registerWebhooks(app, { ...base, realtime, webhooks });

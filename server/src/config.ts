@@ -353,6 +353,10 @@ export const EnvSchema = z.object({
   CHAT_FRAME_LIMIT: int(200, 1),
   // Bytes a chat socket may have waiting to be sent before it is treated as a slow consumer and closed.
   CHAT_SEND_BUFFER_LIMIT_BYTES: int(1024 * 1024, 16 * 1024),
+  // Under load, the least time between two flushes of chat fan-out writes, so frames of several messages to one
+  // socket share a write (each waits at most this long); 0 (default) flushes every event-loop turn. Off by default:
+  // on the 2-core bench it bought CPU with latency at 100 msg/s (docs/performance.md, "Chat fan-out coalescing").
+  CHAT_COALESCE_MS: int(0, 0, 50),
   // Rooms (§6.1): rooms one user belongs to (general not counted), members of a private room, rooms one user
   // may create per hour, and the window in which chat notifies a recipient at most once per room.
   CHAT_MAX_ROOMS_PER_USER: int(500, 1),

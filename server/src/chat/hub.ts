@@ -1,10 +1,11 @@
 // Owns this instance's chat sockets: the connection registry (by id, user and IP), fan-out of pre-encoded
-// events, the server ping loop that terminates dead peers, and the slow-consumer guard.
+// events with its write coalescing, the server ping loop that terminates dead peers, and the slow-consumer guard.
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../infra/logger.js';
 import type { ChatRole, Presence } from '../realtime/index.js';
 import { CloseCode } from './protocol.js';
+import { COALESCE_MIN_FRAMES_PER_SECOND, createWriteBatch } from './write-batch.js';
 
 export interface ChatIdentity {
   userId: string;
@@ -19,7 +20,7 @@ export interface ChatIdentity {
 export interface ChatConnection {
   readonly id: string;
   readonly ws: WebSocket;
-  /** The upgraded TCP socket under `ws`, corked while a fan-out batch is being written. */
+  /** The upgraded TCP socket under `ws`, corked while a fan-out batch is being written (until the next flush). */
   readonly socket: Duplex;
   readonly role: ChatRole;
   readonly identity: ChatIdentity | null;
@@ -35,7 +36,6 @@ export interface ChatConnection {
 const MAX_QUEUED = 1_000;
 // After a close frame, how long a peer gets to complete the handshake before the socket is destroyed.
 const CLOSE_GRACE_MS = 1_000;
-
 export interface ChatHub {
   /** Registers the socket and counts it in presence (chatJoin). */
   add(conn: ChatConnection): void;
@@ -50,7 +50,7 @@ export interface ChatHub {
   send(conn: ChatConnection, data: Buffer): void;
   /** Sends bypassing the initialisation queue (the initial frames themselves). */
   sendNow(conn: ChatConnection, data: Buffer): void;
-  /** Sends to one socket as part of a fan-out (corked with the rest of this turn's writes to it). */
+  /** Sends to one socket as part of a fan-out (corked with its other fan-out frames until the next flush). */
   push(conn: ChatConnection, data: Buffer): void;
   /** Sends the same bytes to every local socket except `exceptId`. */
   broadcast(data: Buffer, exceptId?: string): void;
@@ -60,7 +60,12 @@ export interface ChatHub {
   /** Closes every socket with `code` and resolves when all are gone (destroying stragglers after a grace). */
   closeAll(code: number, reason: string, graceMs: number): Promise<void>;
   stop(): void;
-  stats(): { slowConsumersClosed: number; deadPeersTerminated: number };
+  stats(): {
+    slowConsumersClosed: number;
+    deadPeersTerminated: number;
+    fanoutFrames: number;
+    socketWrites: number;
+  };
 }
 
 export interface ChatHubOptions {
@@ -71,10 +76,27 @@ export interface ChatHubOptions {
   logger: Logger;
   /** Duration of each broadcast to the local sockets, for the Prometheus histogram. */
   onBroadcastSeconds?: (seconds: number) => void;
+  /**
+   * Under load, the least time between two flushes of fan-out writes (CHAT_COALESCE_MS): frames of several
+   * messages to one socket then leave in one write, each waiting at most this long. 0: flush every turn.
+   */
+  coalesceMs?: number;
+  /** Load threshold in fan-out frames per second (COALESCE_MIN_FRAMES_PER_SECOND; tests lower it). */
+  coalesceMinFramesPerSecond?: number;
+  /** After each flush: fan-out frames handed to sockets and socket writes since the previous call (metrics). */
+  onWrites?: (frames: number, writes: number) => void;
 }
 
 export function createChatHub(options: ChatHubOptions): ChatHub {
   const { logger, sendBufferLimitBytes } = options;
+  // Fan-out writes are corked per socket and flushed together; under load, frames of several messages share a
+  // flush (write-batch.ts). Direct replies and close frames uncork their socket at once, behind what is corked.
+  const batch = createWriteBatch({
+    coalesceMs: options.coalesceMs ?? 0,
+    minFramesPerSecond: options.coalesceMinFramesPerSecond ?? COALESCE_MIN_FRAMES_PER_SECOND,
+    onWrites: options.onWrites,
+    sockets: () => connections.size,
+  });
   const connections = new Map<string, ChatConnection>();
   const byUser = new Map<string, Set<ChatConnection>>();
   const byIp = new Map<string, number>();
@@ -91,6 +113,8 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
         ws.terminate();
         return;
       }
+      // The close frame (behind any fan-out frames still corked) leaves now, not at the next flush.
+      batch.uncorkNow(conn);
     }
     // A peer that never answers the close frame (or never reads) must not pin the socket and its buffers.
     setTimeout(() => {
@@ -111,39 +135,20 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
     const { ws } = conn;
     if (ws.readyState !== ws.OPEN) return;
     // Bounded memory: a peer that does not read stops receiving and is closed, instead of growing the buffer.
-    // While corked the buffer also holds this turn's batch, which was checked when the batch began.
+    // While corked the buffer also holds the batch since the last flush, which was checked when the batch began.
     if (!conn.corked && ws.bufferedAmount > sendBufferLimitBytes) {
       slowConsumer(conn);
       return;
     }
     ws.send(data, { binary: false });
   };
-
-  // Fan-out batching: sockets written during one event-loop turn stay corked until setImmediate, so events that
-  // arrive together (a backlog read from the bus in one go) leave in one writev per socket instead of one
-  // syscall per event. Costs no latency: the flush runs in the same loop iteration.
-  const corked: ChatConnection[] = [];
-  let flushScheduled = false;
-  const flush = () => {
-    flushScheduled = false;
-    for (const conn of corked) {
-      conn.corked = false;
-      conn.socket.uncork();
-    }
-    corked.length = 0;
-  };
-  const cork = (conn: ChatConnection) => {
-    if (conn.corked) return;
-    conn.corked = true;
-    conn.socket.cork();
-    corked.push(conn);
-    if (!flushScheduled) {
-      flushScheduled = true;
-      setImmediate(flush);
-    }
+  /** A direct reply: written behind the corked fan-out frames, and sent now rather than at the next flush. */
+  const writeNow = (conn: ChatConnection, data: Buffer) => {
+    write(conn, data);
+    batch.uncorkNow(conn);
   };
 
-  const deliver = (conn: ChatConnection, data: Buffer) => {
+  const deliver = (conn: ChatConnection, data: Buffer, now: boolean) => {
     if (conn.queue) {
       if (conn.queue.length >= MAX_QUEUED) {
         conn.queue = null;
@@ -153,7 +158,20 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
       conn.queue.push(data);
       return;
     }
-    write(conn, data);
+    if (now) writeNow(conn, data);
+    else write(conn, data);
+  };
+  /** One fan-out frame to one socket: corks it at the start of a batch, after the slow-consumer check. */
+  const pushFrame = (conn: ChatConnection, data: Buffer) => {
+    if (!conn.corked && !conn.queue && conn.ws.readyState === conn.ws.OPEN) {
+      if (conn.ws.bufferedAmount > sendBufferLimitBytes) {
+        slowConsumer(conn);
+        return;
+      }
+      batch.cork(conn);
+    }
+    batch.countFrame();
+    deliver(conn, data, false);
   };
 
   const ping = setInterval(() => {
@@ -210,30 +228,13 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
     ofUser: (userId) => [...(byUser.get(userId) ?? [])],
     ipCount: (ip) => byIp.get(ip) ?? 0,
     userCount: (userId) => byUser.get(userId)?.size ?? 0,
-    send: deliver,
-    sendNow: write,
-    push(conn, data) {
-      if (!conn.corked && !conn.queue && conn.ws.readyState === conn.ws.OPEN) {
-        if (conn.ws.bufferedAmount > sendBufferLimitBytes) {
-          slowConsumer(conn);
-          return;
-        }
-        cork(conn);
-      }
-      deliver(conn, data);
-    },
+    send: (conn, data) => deliver(conn, data, true),
+    sendNow: writeNow,
+    push: pushFrame,
     broadcast(data, exceptId) {
       const start = options.onBroadcastSeconds ? process.hrtime.bigint() : 0n;
       for (const conn of connections.values()) {
-        if (conn.id === exceptId) continue;
-        if (!conn.corked && !conn.queue && conn.ws.readyState === conn.ws.OPEN) {
-          if (conn.ws.bufferedAmount > sendBufferLimitBytes) {
-            slowConsumer(conn);
-            continue;
-          }
-          cork(conn);
-        }
-        deliver(conn, data);
+        if (conn.id !== exceptId) pushFrame(conn, data);
       }
       options.onBroadcastSeconds?.(Number(process.hrtime.bigint() - start) / 1e9);
     },
@@ -241,6 +242,7 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
       const queued = conn.queue;
       conn.queue = null;
       if (queued) for (const data of queued) write(conn, data);
+      batch.uncorkNow(conn);
     },
     close: closeWithGrace,
     async closeAll(code, reason, graceMs) {
@@ -273,7 +275,9 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
     },
     stop() {
       clearInterval(ping);
+      // Shutdown follows: what waits for a coalesced flush leaves now.
+      batch.flushNow();
     },
-    stats: () => ({ slowConsumersClosed, deadPeersTerminated }),
+    stats: () => ({ slowConsumersClosed, deadPeersTerminated, ...batch.stats() }),
   };
 }

@@ -42,6 +42,8 @@ export interface ChatDeps {
   notifications: ChatNotificationSink;
   /** Time to write one frame to this instance's sockets. */
   observeFanout: ObserveSeconds;
+  /** Fan-out frames handed to sockets and the socket writes they took (counters). */
+  countFanoutWrites(frames: number, writes: number): void;
   /** Time of each stage of a send (store, insert, publish). */
   observeSendStage(stage: string, seconds: number): void;
 }
@@ -56,6 +58,8 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
     sendBufferLimitBytes: config.CHAT_SEND_BUFFER_LIMIT_BYTES,
     logger: log,
     onBroadcastSeconds: deps.observeFanout,
+    coalesceMs: config.CHAT_COALESCE_MS,
+    onWrites: deps.countFanoutWrites,
   });
   const throttle = createMessageThrottle({
     store,

@@ -18,6 +18,9 @@ export interface HeraldMetrics {
   busLatency: Histogram;
   sseFanout: Histogram;
   chatFanout: Histogram;
+  /** Chat fan-out frames handed to sockets, and the socket writes (flushes) that carried them. */
+  chatFanoutFrames: Counter;
+  chatSocketWrites: Counter;
   chatSendStage: Histogram<'stage'>;
   /** Times `work` into `histogram` (seconds). */
   time<T>(histogram: Histogram, work: () => T): T;
@@ -59,6 +62,18 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
     name: 'herald_chat_fanout_duration_seconds',
     help: 'Time to hand one chat broadcast to every local chat socket.',
     buckets: FAST_BUCKETS,
+    registers,
+  });
+  const chatFanoutFrames = new Counter({
+    name: 'herald_chat_fanout_frames_total',
+    help: 'Chat fan-out frames handed to local sockets (one frame to one socket counts one).',
+    registers,
+  });
+  const chatSocketWrites = new Counter({
+    name: 'herald_chat_socket_writes_total',
+    help:
+      'Writes (flushes of a corked socket) that carried chat frames to local sockets; below the frame count when ' +
+      'frames of several messages share a write (CHAT_COALESCE_MS).',
     registers,
   });
 
@@ -203,6 +218,8 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
     busLatency,
     sseFanout,
     chatFanout,
+    chatFanoutFrames,
+    chatSocketWrites,
     chatSendStage,
     time(histogram, work) {
       const start = process.hrtime.bigint();
