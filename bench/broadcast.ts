@@ -4,7 +4,7 @@
 // `--breakdown` runs the server at debug level and sums its per-batch timing lines (insert, unread cache,
 // bus publish, each delivery strategy) so the table says where the time goes.
 // Usage: npx tsx bench/broadcast.ts [--users 10000] [--runs 3] [--breakdown] [--only default|sse] [--batch-size 500]
-//        [--drain-outbox]
+//        [--drain-outbox] [--write-concurrency N]
 //        (or: npm run bench -- broadcast …)
 
 import { createAdmin, createTestEnv, jsonHeaders } from '@herald/server/testkit';
@@ -18,6 +18,8 @@ const BREAKDOWN = flagArg('breakdown');
 const ONLY = stringArg('only', '');
 // BROADCAST_BATCH_SIZE of the measured instance (the service's default when not given).
 const BATCH_SIZE = stringArg('batch-size', '');
+// BROADCAST_WRITE_CONCURRENCY of the measured instance (batch statements in flight; the default when not given).
+const WRITE_CONCURRENCY = stringArg('write-concurrency', '');
 // Let the outbox worker send (with a mailer that does nothing) the emails the broadcast queues, during the request.
 const DRAIN_OUTBOX = flagArg('drain-outbox');
 
@@ -79,6 +81,10 @@ async function main() {
       {
         SMTP_HOST: '',
         EMAIL_QUEUE_POLL_MS: '3600000',
+        // This bench times the synchronous send (200 once every batch is done); above the threshold the same send
+        // answers 202 and runs in the background, which `broadcast-async` measures.
+        BROADCAST_ASYNC_THRESHOLD: '100000000',
+        ...(WRITE_CONCURRENCY ? { BROADCAST_WRITE_CONCURRENCY: WRITE_CONCURRENCY } : {}),
         ...(BREAKDOWN ? { LOG_LEVEL: 'debug' } : {}),
         ...(BATCH_SIZE ? { BROADCAST_BATCH_SIZE: BATCH_SIZE } : {}),
       },
@@ -144,7 +150,7 @@ async function main() {
       }
     }
     console.log(
-      `\nusers seeded: ${USERS} in ${Math.round(seedMs)} ms; batch size ${app.ctx.config.BROADCAST_BATCH_SIZE}; ` +
+      `\nusers seeded: ${USERS} in ${Math.round(seedMs)} ms; batch size ${app.ctx.config.BROADCAST_BATCH_SIZE}, ${app.ctx.config.BROADCAST_WRITE_CONCURRENCY} statements in flight; ` +
         `machine: ${machineLoad()}`,
     );
     printTable(rows);
