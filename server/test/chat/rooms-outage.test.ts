@@ -34,6 +34,29 @@ describe('chat rooms through a store outage', () => {
     return c;
   };
 
+  /** A private room of Alice's with Bob, created on `app`. */
+  const createRoom = async (app: App, name: string) => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/chat/rooms',
+      headers: jsonHeaders(alice.cookie),
+      payload: { name, kind: 'private', memberIds: [bob.id] },
+    });
+    return res.json().room.id as string;
+  };
+  const subscribeAll = async (roomId: string, clients: ChatClient[]) => {
+    for (const c of clients) {
+      c.send({ type: 'subscribe', roomId });
+      await c.next('subscribed', (e) => e.roomId === roomId);
+    }
+  };
+  /** Sends as the SDK does and resolves with the writer's own `new_message` (stored). */
+  const sender = (writer: ChatClient, roomId: string) => (text: string) => {
+    const clientMessageId = randomUUID();
+    writer.send({ type: 'send_message', roomId, message: text, clientMessageId });
+    return writer.next('new_message', (e) => e.message.clientMessageId === clientMessageId);
+  };
+
   beforeAll(async () => {
     redis = await startRedisServer();
     env = await createTestEnv({ CACHE_URL: redis.url, CHAT_THROTTLE_LIMIT: '1000' });
@@ -52,25 +75,12 @@ describe('chat rooms through a store outage', () => {
   });
 
   it('delivers what was sent during the outage once the store is back, in order and once each', async () => {
-    const res = await a.inject({
-      method: 'POST',
-      url: '/chat/rooms',
-      headers: jsonHeaders(alice.cookie),
-      payload: { name: 'outage', kind: 'private', memberIds: [bob.id] },
-    });
-    const roomId = res.json().room.id as string;
+    const roomId = await createRoom(a, 'outage');
     const writer = await open(a, alice.cookie);
     const reader = await open(b, bob.cookie);
     const leaver = await open(b, bob.cookie);
-    for (const c of [writer, reader, leaver]) {
-      c.send({ type: 'subscribe', roomId });
-      await c.next('subscribed', (e) => e.roomId === roomId);
-    }
-    const send = (text: string) => {
-      const clientMessageId = randomUUID();
-      writer.send({ type: 'send_message', roomId, message: text, clientMessageId });
-      return writer.next('new_message', (e) => e.message.clientMessageId === clientMessageId);
-    };
+    await subscribeAll(roomId, [writer, reader, leaver]);
+    const send = sender(writer, roomId);
     await send('before');
     await reader.next('new_message', (e) => e.message.message === 'before');
     const leftAt = (await leaver.next('new_message', (e) => e.message.message === 'before')).message
@@ -115,24 +125,11 @@ describe('chat rooms through a store outage', () => {
     const d = await env.app({ INSTANCE_ID: 'outage-d' });
     await Promise.all([c.listen({ port: 0, host: '127.0.0.1' }), d.listen({ port: 0, host: '127.0.0.1' })]);
     await until(() => !c.ctx.realtime.bus.isDegraded() && !d.ctx.realtime.bus.isDegraded(), 'healthy buses');
-    const res = await c.inject({
-      method: 'POST',
-      url: '/chat/rooms',
-      headers: jsonHeaders(alice.cookie),
-      payload: { name: 'local only', kind: 'private', memberIds: [bob.id] },
-    });
-    const roomId = res.json().room.id as string;
+    const roomId = await createRoom(c, 'local only');
     const writer = await open(c, alice.cookie);
     const reader = await open(d, bob.cookie);
-    for (const client of [writer, reader]) {
-      client.send({ type: 'subscribe', roomId });
-      await client.next('subscribed', (e) => e.roomId === roomId);
-    }
-    const send = (text: string) => {
-      const clientMessageId = randomUUID();
-      writer.send({ type: 'send_message', roomId, message: text, clientMessageId });
-      return writer.next('new_message', (e) => e.message.clientMessageId === clientMessageId);
-    };
+    await subscribeAll(roomId, [writer, reader]);
+    const send = sender(writer, roomId);
     await send('small');
     await reader.next('new_message', (e) => e.message.message === 'small');
     const big = '\u{1F600}'.repeat(400);
