@@ -1,0 +1,2 @@
+DROP INDEX "notification_title_trgm_idx";--> statement-breakpoint
+DROP INDEX "notification_content_trgm_idx";
