@@ -4,7 +4,7 @@
 // request to the receipt of its `new_notification` event. Also prints server RSS growth per open stream.
 // --cluster: the instances share a private Redis Cluster (3 masters + 3 replicas) instead of one redis-server.
 // Usage: npm run bench -- sse-fanout [--users 5000] [--streams-per-user 1] [--signin-concurrency 16]
-//        [--connect-concurrency 100] [--cluster] [--cold] [--write-concurrency N]   (run `ulimit -n 65536` first if the soft limit is below
+//        [--connect-concurrency 100] [--cluster] [--cold] [--write-concurrency N] [--breakdown]   (run `ulimit -n 65536` first if the soft limit is below
 //        ~2 × streams; --cold: no warm-up broadcast before the measured one)
 // `--streams-per-user k` (≤ SSE_MAX_STREAMS_PER_USER, 10) opens k streams per user (a user's tabs), so 10,000
 // streams need 1,000 scrypt sign-ins instead of 10,000 on a shared 2-core machine; each stream still receives
@@ -36,6 +36,9 @@ const RECEIVE_TIMEOUT_MS = numberArg('timeout-ms', 30_000);
 const COLD = flagArg('cold');
 // --write-concurrency N: the instances' BROADCAST_WRITE_CONCURRENCY (batch statements in flight; default: theirs).
 const WRITE_CONCURRENCY = numberArg('write-concurrency', 0);
+// --breakdown: the instances log at debug level, and the sender's per-batch lines ('notification batch created')
+// are printed as a timeline from the send: when each batch's second half ended and what its parts took.
+const BREAKDOWN = flagArg('breakdown');
 const PASSWORD = 'correct horse battery staple';
 
 /** Runs `task(i)` for i in [0, count) with at most `limit` in flight. */
@@ -146,6 +149,38 @@ function summarise(label: string, latencies: number[], streams: number, missing:
   };
 }
 
+/** The sender's per-batch debug lines since the send: when each ended (ms after the send) and its parts. */
+function printBatchTimeline(lines: string[], sendEpochMs: number) {
+  const rows: Array<Record<string, string | number>> = [];
+  for (const line of lines) {
+    if (!line.includes('notification batch created')) continue;
+    try {
+      const l = JSON.parse(line) as {
+        time?: number;
+        users?: number;
+        insertMs?: number;
+        unreadCacheMs?: number;
+        publishMs?: number;
+        deliveryMs?: Record<string, number>;
+      };
+      rows.push({
+        'ended at ms': ((l.time ?? sendEpochMs) - sendEpochMs).toFixed(0),
+        users: l.users ?? 0,
+        'insert ms': (l.insertMs ?? 0).toFixed(1),
+        'unread cache ms': (l.unreadCacheMs ?? 0).toFixed(1),
+        'bus publish ms': (l.publishMs ?? 0).toFixed(1),
+        'delivery ms': Object.entries(l.deliveryMs ?? {})
+          .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+          .join(', '),
+      });
+    } catch {
+      // Not a JSON log line.
+    }
+  }
+  console.log(`\nsender's batches (--breakdown; a batch's line is written when its second half ends):`);
+  printTable(rows);
+}
+
 async function main() {
   const onCluster = flagArg('cluster');
   console.log(
@@ -157,7 +192,7 @@ async function main() {
     env: {
       ...ONE_ADDRESS_LIMITS,
       ...PRODUCTION_LIVENESS,
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: BREAKDOWN ? 'debug' : 'warn',
       AUTH_RATE_LIMIT_MAX: '100000000',
       // The harness shrinks keep-alives to 1 s for tests; use the production default so N streams do not
       // add N keep-alive events per second to the measurement.
@@ -284,6 +319,8 @@ async function main() {
 
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
     loopDelay.enable();
+    const logsAtSend = cluster.logs(0).length;
+    const sendEpochMs = Date.now();
     const sendStart = performance.now();
     const res = await send(`Maintenance ${s.marker}`);
     const sendMs = performance.now() - sendStart;
@@ -333,6 +370,7 @@ async function main() {
         `p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms, max ${(loopDelay.max / 1e6).toFixed(1)} ms`,
     );
     console.log(`streams dropped by the server: ${s.dropped}; error events: ${s.errorEvents}`);
+    if (BREAKDOWN) printBatchTimeline(cluster.logs(0).slice(logsAtSend), sendEpochMs);
     for (const i of [0, 1]) {
       const lines = cluster.logs(i).slice(logLinesBefore[i]);
       console.log(`instance ${i ? 'B' : 'A'} log lines (warn+) since streams opened: ${lines.length}`);

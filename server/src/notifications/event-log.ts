@@ -12,6 +12,33 @@ import {
   type UserCursor,
 } from './rows.js';
 
+/**
+ * The data key of a new_notification log row that stands for two events: itself at its seq and
+ * unread_count_changed `{ unreadCount }` at seq + 1 (a broadcast writes one row per user instead of two; the seq
+ * is still taken, so seqs stay contiguous). Rows written before it, and every other writer, log both rows.
+ */
+export const PAIRED_UNREAD_COUNT = 'pairedUnreadCount';
+
+/** The unread count a paired row carries for seq + 1, or undefined for a row that stands for itself only. */
+function pairedCount(r: EventRow): number | undefined {
+  const v = r.kind === 'new_notification' ? r.data?.[PAIRED_UNREAD_COUNT] : undefined;
+  return typeof v === 'number' ? v : undefined;
+}
+
+/** The event(s) one log row stands for. */
+function eventsOf(r: EventRow): SeqEvent[] {
+  const seq = Number(r.seq);
+  let own: SeqEvent;
+  if (r.nid === null) own = { seq, name: r.kind, data: r.data ?? {} };
+  else if (r.id) own = { seq, name: r.kind, data: { notification: toNotification(r as NotificationRow) } };
+  // Deleted since: its seq still carries an event (ids stay contiguous for clients that check), one that
+  // says what is true now. Applying it is a no-op for a client that never saw the notification.
+  else own = { seq, name: 'notification_deleted', data: { notificationId: r.nid } };
+  const unreadCount = pairedCount(r);
+  if (unreadCount === undefined) return [own];
+  return [own, { seq: seq + 1, name: 'unread_count_changed', data: { unreadCount } }];
+}
+
 export function createEventLog(db: Db) {
   const exec = async <T>(query: SQL) => rowsOf<T>(await db.execute(query));
   return {
@@ -50,25 +77,18 @@ export function createEventLog(db: Db) {
      * notification_deleted under the same seq.
      */
     async eventsAfter(userId: string, afterSeq: number, limit: number): Promise<SeqEvent[]> {
+      // The row at afterSeq itself is read too: when it is a paired row, its second event (afterSeq + 1) is
+      // after the cursor. `limit` rows after it are read besides, so a full page still returns ≥ limit events
+      // (callers take fewer as the end of the log).
       // Raw SQL: left join onto the current row with seqs as text (int8 precision).
       const rows = await exec<EventRow>(
         sql`select e.seq::text as seq, e.kind, e.data, e.notification_id as nid, ${N_COLUMNS}
             from notification_event e left join notification n on n.id = e.notification_id
-            where e.user_id = ${userId} and e.seq > ${afterSeq}
-            order by e.seq asc limit ${limit}`,
+            where e.user_id = ${userId} and e.seq >= ${afterSeq}
+            order by e.seq asc limit ${limit + 1}`,
       );
-      return rows.map((r) => {
-        if (r.nid === null) return { seq: Number(r.seq), name: r.kind, data: r.data ?? {} };
-        if (r.id)
-          return {
-            seq: Number(r.seq),
-            name: r.kind,
-            data: { notification: toNotification(r as NotificationRow) },
-          };
-        // Deleted since: its seq still carries an event (ids stay contiguous for clients that check), one that
-        // says what is true now. Applying it is a no-op for a client that never saw the notification.
-        return { seq: Number(r.seq), name: 'notification_deleted' as const, data: { notificationId: r.nid } };
-      });
+      const page = rows.length > 0 && Number(rows[0]?.seq) === afterSeq ? rows : rows.slice(0, limit);
+      return page.flatMap(eventsOf).filter((e) => e.seq > afterSeq);
     },
   };
 }

@@ -9,7 +9,7 @@ import { notification, notificationCursor } from '../infra/schema/index.js';
 
 export * from './rows.js';
 
-import { createEventLog } from './event-log.js';
+import { createEventLog, PAIRED_UNREAD_COUNT } from './event-log.js';
 import { createPreferencesRepository } from './preferences-repository.js';
 import {
   iso,
@@ -328,8 +328,9 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
 
     /**
      * Creates the same notification for many users in ONE statement (docs/architecture.md "Broadcast at
-     * scale"): the notification rows, each user's cursor bump and both event-log rows (new_notification at
-     * seq − 1, unread_count_changed at seq) are data-modifying CTEs of a single INSERT, so a batch costs one
+     * scale"): the notification rows, each user's cursor bump (two seqs: new_notification at seq − 1,
+     * unread_count_changed at seq) and ONE event-log row standing for both (event-log.ts PAIRED_UNREAD_COUNT:
+     * half the log's rows and index entries of a broadcast) are data-modifying CTEs of a single INSERT, so a batch costs one
      * round trip and PostgreSQL never ships the rows' content back. Users that no longer exist are skipped
      * by the join. The cursor rows are upserted in user-id order, so concurrent broadcasts cannot deadlock,
      * and the cursor row lock orders every writer of a user (seqs stay contiguous and commit in order).
@@ -371,11 +372,9 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
                   returning user_id, last_seq, unread
                 ), ev as (
                   insert into notification_event (user_id, seq, kind, notification_id, data)
-                  select c.user_id, c.last_seq - 1, 'new_notification', i.id, null
+                  select c.user_id, c.last_seq - 1, 'new_notification', i.id,
+                         jsonb_build_object(${PAIRED_UNREAD_COUNT}::text, c.unread)
                   from cur c join ins i on i.user_id = c.user_id
-                  union all
-                  select c.user_id, c.last_seq, 'unread_count_changed', null, jsonb_build_object('unreadCount', c.unread)
-                  from cur c
                 )
                 select i.id, i.user_id, i.created_at, c.last_seq::text as seq, c.unread
                 from ins i join cur c on c.user_id = i.user_id`,
@@ -396,7 +395,7 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
               createdAt,
               updatedAt: createdAt,
             },
-            // Seq of new_notification; the statement wrote unread_count_changed at seq + 1 = last_seq.
+            // Seq of new_notification; unread_count_changed is at seq + 1 = last_seq (replayed from the same row).
             seq: Number(r.seq) - 1,
             unreadCount: Number(r.unread),
           };

@@ -12,7 +12,6 @@ import { openSse, type SseConnection, sseIdLine } from '../realtime/index.js';
 import { StreamErrorCode } from './errors.js';
 import type { BatchMessage, NotificationBusMessage } from './events.js';
 import type { NotificationRepository } from './repository.js';
-import type { Notification } from './schemas.js';
 import { createStreamOrder, eventBody, type HubEvent, type StreamEntry } from './stream-hub/order.js';
 import { createStreamRegistry, type Refusal, type StreamLimits } from './stream-hub/registry.js';
 import { planResume, type ResumeRequest, readReplay } from './stream-hub/resume.js';
@@ -31,6 +30,22 @@ export interface StreamHubDeps {
 // Users per convergence query.
 const CHECK_CHUNK = 1_000;
 
+/**
+ * The new_notification bodies of one batch: exactly `eventBody('new_notification', { notification })`, with the
+ * template (type, title, content, metadata, read: the same for every user) serialised once per batch instead of
+ * once per user. JSON.stringify escapes line breaks, so the data stays one `data:` line as sseBody writes it.
+ */
+export function newNotificationBodies(
+  template: BatchMessage['template'],
+): (item: Pick<BatchMessage['items'][number], 'id' | 'userId' | 'createdAt'>) => string {
+  const shared = JSON.stringify(template).slice(1, -1);
+  const head = 'event: new_notification\ndata: {"type":"new_notification","notification":{"id":';
+  return (item) => {
+    const at = JSON.stringify(item.createdAt);
+    return `${head}${JSON.stringify(item.id)},"userId":${JSON.stringify(item.userId)}${shared ? `,${shared}` : ''},"createdAt":${at},"updatedAt":${at}}}\n\n`;
+  };
+}
+
 export function createStreamHub(deps: StreamHubDeps) {
   const streams = createStreamRegistry(deps.limits, deps.presence);
   const order = createStreamOrder(deps);
@@ -40,25 +55,22 @@ export function createStreamHub(deps: StreamHubDeps) {
   const deliver = (userId: string, events: HubEvent[]) => {
     const set = streams.of(userId);
     if (!set) return;
-    for (const ev of events) {
-      // Streams of one user normally share a cursor, so they share the exact same bytes.
-      const memo = new Map<number, string>();
-      for (const entry of set) apply(entry, ev, memo);
+    // Streams of one user normally share a cursor, so they share the exact same bytes.
+    const memos = events.map(() => new Map<number, string>());
+    for (const entry of set) {
+      // A user's events to one stream leave in one write (a broadcast gives every user two at once).
+      entry.conn.batch(() => {
+        for (let i = 0; i < events.length; i++) apply(entry, events[i] as HubEvent, memos[i]);
+      });
     }
   };
 
   const deliverBatch = (msg: BatchMessage) => {
+    const body = newNotificationBodies(msg.template);
     for (const item of msg.items) {
       if (!streams.has(item.userId)) continue;
-      const notification: Notification = {
-        id: item.id,
-        userId: item.userId,
-        ...msg.template,
-        createdAt: item.createdAt,
-        updatedAt: item.createdAt,
-      };
       deliver(item.userId, [
-        { name: 'new_notification', body: eventBody('new_notification', { notification }), seq: item.seq },
+        { name: 'new_notification', body: body(item), seq: item.seq },
         {
           name: 'unread_count_changed',
           body: eventBody('unread_count_changed', { unreadCount: item.unreadCount }),

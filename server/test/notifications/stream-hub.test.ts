@@ -10,7 +10,12 @@ import type { NotificationBusMessage } from '../../src/notifications/events.js';
 import type { NotificationRepository } from '../../src/notifications/repository.js';
 import type { Notification } from '../../src/notifications/schemas.js';
 import { parseLastEventId } from '../../src/notifications/stream-hub/resume.js';
-import { createStreamHub, type StreamHub } from '../../src/notifications/stream-hub.js';
+import { eventBody } from '../../src/notifications/stream-hub/order.js';
+import {
+  createStreamHub,
+  newNotificationBodies,
+  type StreamHub,
+} from '../../src/notifications/stream-hub.js';
 import type { Presence } from '../../src/realtime/types.js';
 import { openStream, type SseClient } from '../helpers/sse-client.js';
 
@@ -123,6 +128,46 @@ describe('SSE hub ordering', () => {
     expect(seqsOf(client, 'new_notification')).toEqual([3]);
   });
 
+  it('a broadcast batch: both events of each user in order, bodies equal to the per-event serialisation', async () => {
+    const log = memoryLog();
+    log.created(1);
+    const { url, hub } = await serve(log.repo);
+    client = await openStream(url, undefined);
+    await client.waitFor((e) => e.event === 'connected');
+    // What a broadcast batch commits for this user: seqs 3 and 4, one bus message for many users.
+    const template = {
+      type: 'info' as const,
+      title: 'Line\nbreak "quoted" ✓',
+      content: 'c\r\nd',
+      metadata: { a: [1, { b: '\u2028' }] },
+      read: false,
+    };
+    const createdAt = new Date(Date.UTC(2030, 0, 2)).toISOString();
+    const id = '00000000-0000-0000-0000-000000000099';
+    hub().onBusMessage({
+      kind: 'batch',
+      template,
+      items: [
+        {
+          userId: 'someone-else',
+          id: '00000000-0000-0000-0000-000000000098',
+          seq: 1,
+          createdAt,
+          unreadCount: 1,
+        },
+        { userId: USER, id, seq: 3, createdAt, unreadCount: 2 },
+      ],
+    });
+    const count = await client.waitFor((e) => e.event === 'unread_count_changed' && e.id === '4');
+    expect(count.data).toEqual({ type: 'unread_count_changed', unreadCount: 2 });
+    const created = client.events.filter((e) => e.event === 'new_notification');
+    expect(created.map((e) => e.id)).toEqual(['3']);
+    expect(created[0]?.data).toEqual({
+      type: 'new_notification',
+      notification: { id, userId: USER, ...template, createdAt, updatedAt: createdAt },
+    });
+  });
+
   it('events published out of seq order are delivered in order, none dropped as a duplicate', async () => {
     const log = memoryLog();
     const { url, hub } = await serve(log.repo);
@@ -185,6 +230,33 @@ describe('SSE hub ordering', () => {
       expect(c.data).toMatchObject({ resumed: false, replayed: 0, resync: true });
       expect(c.id).toBe('6');
       client.close();
+    }
+  });
+});
+
+describe('newNotificationBodies', () => {
+  it('writes exactly what eventBody writes for the same notification', () => {
+    const templates = [
+      { type: 'info' as const, title: 't', content: 'c', metadata: {}, read: false },
+      {
+        type: 'warning' as const,
+        title: 'Line\nbreak "q" \\ ✓ 🎉',
+        content: '<b>x</b>\r\n\u2028\u0000',
+        metadata: { actionUrl: 'https://example.test/a?b=1', nested: { list: [1, 'two', null] } },
+        read: false,
+      },
+    ];
+    for (const template of templates) {
+      const body = newNotificationBodies(template);
+      const item = { id: 'id-"1"', userId: 'user\n2', createdAt: '2030-01-01T00:00:00.000Z' };
+      const notification = {
+        id: item.id,
+        userId: item.userId,
+        ...template,
+        createdAt: item.createdAt,
+        updatedAt: item.createdAt,
+      };
+      expect(body(item)).toBe(eventBody('new_notification', { notification }));
     }
   });
 });
