@@ -1,7 +1,7 @@
 // Summarises a V8 .cpuprofile (node --cpu-prof): self time per function and per package, over all samples or
 // only those inside a time window (microseconds on the monotonic clock, the profile's own timeline).
 //
-// Usage: npx tsx bench/_profile.ts <file.cpuprofile> [--top 25]
+// Usage: npx tsx bench/_profile.ts <file.cpuprofile> [--top 25] [--from-us N --to-us M]
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -122,6 +122,16 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.error('usage: npx tsx bench/_profile.ts <file.cpuprofile> [--top 25]');
     process.exit(2);
   }
-  const i = process.argv.indexOf('--top');
-  printProfileSummary(file, i > 0 ? Number(process.argv[i + 1]) : 25);
+  const arg = (name: string) => {
+    const i = process.argv.indexOf(name);
+    return i > 0 ? Number(process.argv[i + 1]) : undefined;
+  };
+  // --from-us / --to-us: a window a benchmark printed (e.g. sse-fanout's rounds), on the profile's clock.
+  const fromUs = arg('--from-us');
+  const toUs = arg('--to-us');
+  printProfileSummary(
+    file,
+    arg('--top') ?? 25,
+    fromUs !== undefined && toUs !== undefined ? { fromUs, toUs } : undefined,
+  );
 }

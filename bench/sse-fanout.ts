@@ -4,7 +4,7 @@
 // request to the receipt of its `new_notification` event. Also prints server RSS growth per open stream.
 // --cluster: the instances share a private Redis Cluster (3 masters + 3 replicas) instead of one redis-server.
 // Usage: npm run bench -- sse-fanout [--users 5000] [--streams-per-user 1] [--signin-concurrency 16]
-//        [--connect-concurrency 100] [--cluster] [--cold] [--write-concurrency N] [--breakdown]   (run `ulimit -n 65536` first if the soft limit is below
+//        [--connect-concurrency 100] [--cluster] [--cold] [--write-concurrency N] [--breakdown] [--rounds N] [--cpu-prof-dir DIR]   (run `ulimit -n 65536` first if the soft limit is below
 //        ~2 × streams; --cold: no warm-up broadcast before the measured one)
 // `--streams-per-user k` (≤ SSE_MAX_STREAMS_PER_USER, 10) opens k streams per user (a user's tabs), so 10,000
 // streams need 1,000 scrypt sign-ins instead of 10,000 on a shared 2-core machine; each stream still receives
@@ -23,6 +23,7 @@ import {
   printTable,
   rssOfPort,
   signIn,
+  stringArg,
 } from './_lib.js';
 
 const USERS = numberArg('users', 5000);
@@ -39,6 +40,12 @@ const WRITE_CONCURRENCY = numberArg('write-concurrency', 0);
 // --breakdown: the instances log at debug level, and the sender's per-batch lines ('notification batch created')
 // are printed as a timeline from the send: when each batch's second half ended and what its parts took.
 const BREAKDOWN = flagArg('breakdown');
+// --rounds N: N measured broadcasts on the same streams (the 10,000 sign-ins are paid once), ROUND_GAP_MS apart.
+const ROUNDS = Math.max(1, Math.min(99, numberArg('rounds', 1)));
+const ROUND_GAP_MS = 5_000;
+// --cpu-prof-dir DIR: both instances run under --cpu-prof (the profile covers the sign-ins too; `npx tsx
+// bench/_profile.ts FILE --last-seconds S` keeps the rounds at the end).
+const CPU_PROF_DIR = stringArg('cpu-prof-dir', '');
 const PASSWORD = 'correct horse battery staple';
 
 /** Runs `task(i)` for i in [0, count) with at most `limit` in flight. */
@@ -198,6 +205,7 @@ async function main() {
       // add N keep-alive events per second to the measurement.
       SSE_KEEPALIVE_MS: '15000',
       ...(WRITE_CONCURRENCY > 0 ? { BROADCAST_WRITE_CONCURRENCY: String(WRITE_CONCURRENCY) } : {}),
+      ...(CPU_PROF_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF_DIR}` } : {}),
     },
   });
   const s: Streams = {
@@ -207,7 +215,8 @@ async function main() {
     dropped: 0,
     errorEvents: 0,
     closing: false,
-    marker: `sse-fanout-${Date.now()}`,
+    // The round suffix (-r01 …) is part of the marker from the start: the streams size their carry-over for it.
+    marker: `sse-fanout-${Date.now()}-r00`,
   };
   const db = new pg.Client({ connectionString: cluster.db.url });
   await db.connect();
@@ -317,60 +326,76 @@ async function main() {
       await new Promise((resolve) => setTimeout(resolve, 3_000));
     }
 
-    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
-    loopDelay.enable();
-    const logsAtSend = cluster.logs(0).length;
-    const sendEpochMs = Date.now();
-    const sendStart = performance.now();
-    const res = await send(`Maintenance ${s.marker}`);
-    const sendMs = performance.now() - sendStart;
-    sendStatus = res.status;
-    const sendBody = await outcome(res);
+    const baseMarker = s.marker.slice(0, -4);
+    const roundsFromUs = process.hrtime.bigint() / 1000n;
+    for (let round = 1; round <= ROUNDS; round++) {
+      // A fresh marker of the same length per round (the streams' carry-over tail is sized for it), and fresh
+      // counters, so a late frame of an earlier round is never counted in this one.
+      s.marker = `${baseMarker}-r${String(round).padStart(2, '0')}`;
+      s.count.fill(0);
+      s.receivedAt.fill(Number.NaN);
+      if (round > 1) await new Promise((resolve) => setTimeout(resolve, ROUND_GAP_MS));
+      if (ROUNDS > 1) console.log(`\n--- round ${round} of ${ROUNDS}`);
+      const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+      loopDelay.enable();
+      const logsAtSend = cluster.logs(0).length;
+      const sendEpochMs = Date.now();
+      const sendStart = performance.now();
+      const res = await send(`Maintenance ${s.marker}`);
+      const sendMs = performance.now() - sendStart;
+      sendStatus = res.status;
+      const sendBody = await outcome(res);
 
-    const received = () => s.count.reduce((n, c) => n + (c > 0 ? 1 : 0), 0);
-    const deadline = performance.now() + RECEIVE_TIMEOUT_MS;
-    while (received() < STREAMS && performance.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    // A short grace period so late duplicates would still be counted.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    loopDelay.disable();
-
-    const rows = [0, 1].map((instance) => {
-      const latencies: number[] = [];
-      let missing = 0;
-      let dups = 0;
-      for (let i = instance; i < STREAMS; i += 2) {
-        const c = s.count[i] ?? 0;
-        if (c === 0) missing++;
-        else latencies.push((s.receivedAt[i] ?? Number.NaN) - sendStart);
-        if (c > 1) dups += c - 1;
+      const received = () => s.count.reduce((n, c) => n + (c > 0 ? 1 : 0), 0);
+      const deadline = performance.now() + RECEIVE_TIMEOUT_MS;
+      while (received() < STREAMS && performance.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      return summarise(
-        instance === 0 ? 'A (sender)' : 'B (other)',
-        latencies,
-        instance === 0 ? onA : onB,
-        missing,
-        dups,
+      // A short grace period so late duplicates would still be counted.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      loopDelay.disable();
+
+      const rows = [0, 1].map((instance) => {
+        const latencies: number[] = [];
+        let missing = 0;
+        let dups = 0;
+        for (let i = instance; i < STREAMS; i += 2) {
+          const c = s.count[i] ?? 0;
+          if (c === 0) missing++;
+          else latencies.push((s.receivedAt[i] ?? Number.NaN) - sendStart);
+          if (c > 1) dups += c - 1;
+        }
+        return summarise(
+          instance === 0 ? 'A (sender)' : 'B (other)',
+          latencies,
+          instance === 0 ? onA : onB,
+          missing,
+          dups,
+        );
+      });
+      console.log(
+        `\n${USERS} users × ${PER_USER} streams, ${onA} streams on A + ${onB} on B; send HTTP ${sendStatus} in ${sendMs.toFixed(0)} ms ` +
+          `(targetCount ${sendBody.targetCount}, createdCount ${sendBody.createdCount}); ` +
+          `latency = send start → new_notification received; ${machineLoad()}`,
       );
-    });
-    console.log(
-      `\n${USERS} users × ${PER_USER} streams, ${onA} streams on A + ${onB} on B; send HTTP ${sendStatus} in ${sendMs.toFixed(0)} ms ` +
-        `(targetCount ${sendBody.targetCount}, createdCount ${sendBody.createdCount}); ` +
-        `latency = send start → new_notification received; ${machineLoad()}`,
-    );
-    printTable(rows);
-    const kib = (i: number, n: number) => (((rssAfter[i] ?? 0) - (rssBefore[i] ?? 0)) / n).toFixed(1);
-    console.log(
-      `server RSS before/after streams: A ${rssBefore[0]}→${rssAfter[0]} KiB (${kib(0, onA)} KiB/stream), ` +
-        `B ${rssBefore[1]}→${rssAfter[1]} KiB (${kib(1, onB)} KiB/stream)`,
-    );
-    console.log(
-      `bench client event-loop delay during fan-out: p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms, ` +
-        `p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms, max ${(loopDelay.max / 1e6).toFixed(1)} ms`,
-    );
-    console.log(`streams dropped by the server: ${s.dropped}; error events: ${s.errorEvents}`);
-    if (BREAKDOWN) printBatchTimeline(cluster.logs(0).slice(logsAtSend), sendEpochMs);
+      printTable(rows);
+      const kib = (i: number, n: number) => (((rssAfter[i] ?? 0) - (rssBefore[i] ?? 0)) / n).toFixed(1);
+      console.log(
+        `server RSS before/after streams: A ${rssBefore[0]}→${rssAfter[0]} KiB (${kib(0, onA)} KiB/stream), ` +
+          `B ${rssBefore[1]}→${rssAfter[1]} KiB (${kib(1, onB)} KiB/stream)`,
+      );
+      console.log(
+        `bench client event-loop delay during fan-out: p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} ms, ` +
+          `p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms, max ${(loopDelay.max / 1e6).toFixed(1)} ms`,
+      );
+      console.log(`streams dropped by the server: ${s.dropped}; error events: ${s.errorEvents}`);
+      if (BREAKDOWN) printBatchTimeline(cluster.logs(0).slice(logsAtSend), sendEpochMs);
+    }
+    if (CPU_PROF_DIR) {
+      console.log(
+        `rounds window for the instances' profiles: --from-us ${roundsFromUs} --to-us ${process.hrtime.bigint() / 1000n}`,
+      );
+    }
     for (const i of [0, 1]) {
       const lines = cluster.logs(i).slice(logLinesBefore[i]);
       console.log(`instance ${i ? 'B' : 'A'} log lines (warn+) since streams opened: ${lines.length}`);

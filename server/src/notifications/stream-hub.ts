@@ -55,13 +55,11 @@ export function createStreamHub(deps: StreamHubDeps) {
   const deliver = (userId: string, events: HubEvent[]) => {
     const set = streams.of(userId);
     if (!set) return;
-    // Streams of one user normally share a cursor, so they share the exact same bytes.
-    const memos = events.map(() => new Map<number, string>());
-    for (const entry of set) {
-      // A user's events to one stream leave in one write (a broadcast gives every user two at once).
-      entry.conn.batch(() => {
-        for (let i = 0; i < events.length; i++) apply(entry, events[i] as HubEvent, memos[i]);
-      });
+    // Streams of one user normally share a cursor, so they share the exact same bytes. (A user's two events of a
+    // broadcast already leave in one system call: Node corks a chunked response until the next tick.)
+    for (const ev of events) {
+      const memo = new Map<number, string>();
+      for (const entry of set) apply(entry, ev, memo);
     }
   };
 

@@ -39,11 +39,6 @@ export interface SseConnection {
    * is too slow and its buffer grew beyond the bound, in which case the connection is destroyed.
    */
   write(chunk: string): boolean;
-  /**
-   * Runs `writes` with the socket corked, so the frames it writes (a broadcast's new_notification and
-   * unread_count_changed) leave in one system call instead of one each.
-   */
-  batch(writes: () => void): void;
   /** Writes an optional final chunk, then ends the response. */
   end(finalChunk?: string): void;
   /** Runs once when the connection ends (client abort, end(), overflow, server close). */
@@ -130,18 +125,6 @@ class RawSseConnection implements SseConnection {
       return false;
     }
     return true;
-  }
-
-  batch(writes: () => void): void {
-    const raw = this.#raw;
-    if (this.#closed || raw.destroyed || raw.writableEnded) return writes();
-    raw.cork();
-    try {
-      writes();
-    } finally {
-      // Uncorked at once (not on the next tick): the frames go out with this call, as uncorked writes would.
-      if (!raw.destroyed) raw.uncork();
-    }
   }
 
   end(finalChunk?: string): void {
