@@ -2,7 +2,7 @@
 // (design: docs/architecture.md "Revocation convergence").
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { and, eq, inArray } from 'drizzle-orm';
+import { eq, inArray } from 'drizzle-orm';
 import { BoundedMap } from '../infra/bounded-map.js';
 import type { Db } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
@@ -34,6 +34,12 @@ export interface Revocation {
   isSessionLive(userId: string, sessionId: string): Promise<boolean>;
   /** The same check with the reason (chat uses it to pick a close code). */
   sessionStatus(userId: string, sessionId: string): Promise<SessionStatus>;
+  /**
+   * `isSessionLive` for many sessions at once (SSE convergence re-checks every open stream): the markers in one
+   * pipelined round trip, the sessions not verified yet in one database query, instead of one round trip (and on
+   * the first pass one query) per session.
+   */
+  sessionsLive(sessions: ReadonlyArray<{ userId: string; sessionId: string }>): Promise<boolean[]>;
   /** False while store records may be stale (after a store failure, until pending repairs are applied). */
   storeTrusted(): boolean;
   /** Called by readers that saw the store fail: stop trusting it until the next successful drain. */
@@ -146,44 +152,67 @@ export function createRevocation({ store, db, logger }: RevocationDeps): Revocat
     : undefined;
   timer?.unref();
 
+  /**
+   * The status of sessions not (or no longer) verified, from the database in one query (plus one for the
+   * sessions not found, to tell a ban from a revocation), remembered as `ended` or `verified` under the marker
+   * read before the query.
+   */
   const fromDatabase = async (
-    userId: string,
-    sessionId: string,
-    marker: string | null | undefined,
-  ): Promise<SessionStatus> => {
+    checks: ReadonlyArray<{ userId: string; sessionId: string; marker: string | null | undefined }>,
+  ): Promise<SessionStatus[]> => {
     const rows = await db
       .select({
+        id: sessionTable.id,
+        userId: sessionTable.userId,
         expiresAt: sessionTable.expiresAt,
         banned: userTable.banned,
         banExpires: userTable.banExpires,
       })
       .from(sessionTable)
       .innerJoin(userTable, eq(userTable.id, sessionTable.userId))
-      .where(and(eq(sessionTable.id, sessionId), eq(sessionTable.userId, userId)))
-      .limit(1);
+      .where(inArray(sessionTable.id, [...new Set(checks.map((c) => c.sessionId))]));
+    const found = new Map(rows.map((r) => [r.id, r]));
     const now = Date.now();
     const isBanned = (u: { banned: boolean | null; banExpires: Date | null }) =>
       Boolean(u.banned) && !(u.banExpires && u.banExpires.getTime() < now);
-    const row = rows[0];
-    let status: SessionStatus;
-    if (!row) {
-      // A ban deletes the user's sessions too; tell it apart so clients get the ban's close code (rare path).
+    // A ban deletes the user's sessions too; tell it apart so clients get the ban's close code (rare path).
+    const missingUsers = [
+      ...new Set(checks.filter((c) => found.get(c.sessionId)?.userId !== c.userId).map((c) => c.userId)),
+    ];
+    const banned = new Set<string>();
+    if (missingUsers.length > 0) {
       const users = await db
-        .select({ banned: userTable.banned, banExpires: userTable.banExpires })
+        .select({ id: userTable.id, banned: userTable.banned, banExpires: userTable.banExpires })
         .from(userTable)
-        .where(eq(userTable.id, userId))
-        .limit(1);
-      status = users[0] && isBanned(users[0]) ? 'banned' : 'revoked';
-    } else if (isBanned(row)) status = 'banned';
-    else if (row.expiresAt.getTime() <= now) status = 'expired';
-    else status = 'live';
-    if (status !== 'live') {
-      ended.set(sessionId, status);
-      verified.delete(sessionId);
-    } else if (marker !== undefined) {
-      verified.set(sessionId, { marker, expiresAt: row?.expiresAt.getTime() ?? 0 });
+        .where(inArray(userTable.id, missingUsers));
+      for (const u of users) if (isBanned(u)) banned.add(u.id);
     }
-    return status;
+    return checks.map(({ userId, sessionId, marker }) => {
+      const row = found.get(sessionId);
+      let status: SessionStatus;
+      if (!row || row.userId !== userId) status = banned.has(userId) ? 'banned' : 'revoked';
+      else if (isBanned(row)) status = 'banned';
+      else if (row.expiresAt.getTime() <= now) status = 'expired';
+      else status = 'live';
+      if (status !== 'live') {
+        ended.set(sessionId, status);
+        verified.delete(sessionId);
+      } else if (marker !== undefined && row) {
+        verified.set(sessionId, { marker, expiresAt: row.expiresAt.getTime() });
+      }
+      return status;
+    });
+  };
+
+  /** The answer from memory (ended, or verified under the current marker), or undefined: ask the database. */
+  const remembered = (sessionId: string, marker: string | null | undefined): SessionStatus | undefined => {
+    const end = ended.get(sessionId);
+    if (end) return end;
+    const known = verified.get(sessionId);
+    if (marker === undefined || !known || known.marker !== marker) return undefined;
+    if (known.expiresAt > Date.now()) return 'live';
+    ended.set(sessionId, 'expired');
+    return 'expired';
   };
 
   const sessionStatus = async (userId: string, sessionId: string): Promise<SessionStatus> => {
@@ -201,22 +230,61 @@ export function createRevocation({ store, db, logger }: RevocationDeps): Revocat
         trusted = false;
       }
     }
-    const known = verified.get(sessionId);
-    if (marker !== undefined && known && known.marker === marker) {
-      if (known.expiresAt > Date.now()) return 'live';
-      ended.set(sessionId, 'expired');
-      return 'expired';
-    }
+    const known = remembered(sessionId, marker);
+    if (known) return known;
     try {
-      return await fromDatabase(userId, sessionId, marker);
+      const [status] = await fromDatabase([{ userId, sessionId, marker }]);
+      return status ?? 'unknown';
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'session liveness unknown: database unreachable');
       return 'unknown';
     }
   };
 
+  const sessionsLive = async (
+    sessions: ReadonlyArray<{ userId: string; sessionId: string }>,
+  ): Promise<boolean[]> => {
+    const markers = new Map<string, string | null>();
+    const users = [...new Set(sessions.filter((c) => !ended.get(c.sessionId)).map((c) => c.userId))];
+    if (trusted && users.length > 0) {
+      try {
+        // Issued in one tick: the store's auto-pipeline sends them in one write (a background check: no caller
+        // waits on it the way a chat write waits on getNow).
+        const values = await Promise.all(users.map((u) => store.get(markerKey(u))));
+        users.forEach((u, i) => {
+          markers.set(u, values[i] ?? null);
+        });
+      } catch {
+        markers.clear();
+        trusted = false;
+      }
+    }
+    const statuses: SessionStatus[] = [];
+    const ask: Array<{ i: number; userId: string; sessionId: string; marker: string | null | undefined }> =
+      [];
+    sessions.forEach(({ userId, sessionId }, i) => {
+      const marker = markers.has(userId) ? markers.get(userId) : undefined;
+      const known = remembered(sessionId, marker);
+      if (known) statuses[i] = known;
+      else ask.push({ i, userId, sessionId, marker });
+    });
+    if (ask.length > 0) {
+      try {
+        const answers = await fromDatabase(ask);
+        ask.forEach(({ i }, k) => {
+          statuses[i] = answers[k] ?? 'unknown';
+        });
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'session liveness unknown: database unreachable');
+        for (const { i } of ask) statuses[i] = 'unknown';
+      }
+    }
+    return statuses.map((status) => status === 'live' || status === 'unknown');
+  };
+
   return {
     sessionStatus,
+    sessionsLive,
     async isSessionLive(userId, sessionId) {
       const status = await sessionStatus(userId, sessionId);
       return status === 'live' || status === 'unknown';

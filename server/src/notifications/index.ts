@@ -96,6 +96,7 @@ export function registerNotifications(app: FastifyInstance, deps: NotificationsD
     logger,
     // A revocation whose bus message was lost still ends the stream at the next convergence check.
     isSessionLive: (userId, sessionId) => revocation.isSessionLive(userId, sessionId),
+    sessionsLive: (sessions) => revocation.sessionsLive(sessions),
     keepAliveMs: config.SSE_KEEPALIVE_MS,
     maxBufferedBytes: config.SSE_MAX_BUFFERED_BYTES,
     limits: {

@@ -22,6 +22,8 @@ export interface StreamHubDeps {
   logger: Logger;
   /** False when the session was revoked, the user banned or the session expired (checked periodically). */
   isSessionLive: (userId: string, sessionId: string) => Promise<boolean>;
+  /** The same for many sessions in one store round trip and one query (convergence); one by one without it. */
+  sessionsLive?: (sessions: ReadonlyArray<{ userId: string; sessionId: string }>) => Promise<boolean[]>;
   keepAliveMs: number;
   maxBufferedBytes: number;
   limits: StreamLimits;
@@ -103,13 +105,20 @@ export function createStreamHub(deps: StreamHubDeps) {
       const latest = await deps.repo.lastSeqs(ids.slice(i, i + CHECK_CHUNK));
       for (const [userId, seq] of latest) syncUser(userId, seq);
     }
-    for (const set of [...streams.byUser()]) {
-      for (const entry of [...set]) {
-        if (entry.conn.closed) continue;
-        if (!(await deps.isSessionLive(entry.userId, entry.sessionId))) {
+    const open = [...streams.byUser()].flatMap((set) => [...set]).filter((e) => !e.conn.closed);
+    // Every open stream is re-checked each keep-alive interval: with thousands of streams, one round trip (and
+    // on the first pass one query) per stream was a burst of work that competed with live deliveries.
+    const check =
+      deps.sessionsLive ??
+      ((list) => Promise.all(list.map((e) => deps.isSessionLive(e.userId, e.sessionId))));
+    for (let i = 0; i < open.length; i += CHECK_CHUNK) {
+      const chunk = open.slice(i, i + CHECK_CHUNK);
+      const live = await check(chunk);
+      chunk.forEach((entry, k) => {
+        if (live[k] === false && !entry.conn.closed) {
           order.close(entry, StreamErrorCode.SESSION_REVOKED, 'The session ended');
         }
-      }
+      });
     }
   };
   const runConvergence = (): Promise<void> => {

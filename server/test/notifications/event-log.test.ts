@@ -17,9 +17,10 @@ let repo: ReturnType<typeof createNotificationRepository>;
 const template = (title: string) => ({ type: 'info' as const, title, content: 'c', metadata: {} });
 
 async function addUser(id: string) {
-  await pool.query(`insert into "user" (id, name, email, email_verified) values ($1, $1, $1 || '@x.test', true)`, [
-    id,
-  ]);
+  await pool.query(
+    `insert into "user" (id, name, email, email_verified) values ($1, $1, $1 || '@x.test', true)`,
+    [id],
+  );
 }
 
 beforeAll(async () => {
@@ -53,7 +54,7 @@ describe('paired event-log rows', () => {
       [1, 'new_notification'],
       [2, 'unread_count_changed'],
     ]);
-    expect((all[0]?.data.notification as { id: string }).id).toBe(id);
+    expect(all[0]?.data.notification).toMatchObject({ id });
     expect(all[0]?.data).not.toHaveProperty('pairedUnreadCount');
     expect(all[1]?.data).toEqual({ unreadCount: 1 });
     // A client that saw the new_notification (Last-Event-ID 1) gets only the count.

@@ -9,8 +9,8 @@ import type { AuthContext } from '../../src/auth/guard.js';
 import type { NotificationBusMessage } from '../../src/notifications/events.js';
 import type { NotificationRepository } from '../../src/notifications/repository.js';
 import type { Notification } from '../../src/notifications/schemas.js';
-import { parseLastEventId } from '../../src/notifications/stream-hub/resume.js';
 import { eventBody } from '../../src/notifications/stream-hub/order.js';
+import { parseLastEventId } from '../../src/notifications/stream-hub/resume.js';
 import {
   createStreamHub,
   newNotificationBodies,
@@ -78,7 +78,11 @@ describe('SSE hub ordering', () => {
   });
 
   /** Serves the hub on a loopback server; `onRegistered` runs when the hub registers the stream. */
-  async function serve(repo: NotificationRepository, onRegistered: (hub: StreamHub) => void = () => {}) {
+  async function serve(
+    repo: NotificationRepository,
+    onRegistered: (hub: StreamHub) => void = () => {},
+    overrides: Partial<Parameters<typeof createStreamHub>[0]> = {},
+  ) {
     let hub: StreamHub;
     const presence = {
       userConnected: () => {
@@ -94,6 +98,7 @@ describe('SSE hub ordering', () => {
       keepAliveMs: 60_000,
       maxBufferedBytes: 1 << 20,
       limits: { perUser: 10, perIp: 10, opensPerWindow: 100, openWindowMs: 60_000 },
+      ...overrides,
     });
     const auth = {
       user: { id: USER },
@@ -166,6 +171,43 @@ describe('SSE hub ordering', () => {
       type: 'new_notification',
       notification: { id, userId: USER, ...template, createdAt, updatedAt: createdAt },
     });
+  });
+
+  it('convergence asks for every open stream’s session in one batch and ends the dead ones', async () => {
+    const log = memoryLog();
+    const asked: Array<Array<{ userId: string; sessionId: string }>> = [];
+    let live = true;
+    await serve(log.repo, () => {}, {
+      keepAliveMs: 50,
+      isSessionLive: async () => {
+        throw new Error('convergence must use the batch check');
+      },
+      sessionsLive: async (sessions) => {
+        asked.push(sessions.map((s) => ({ userId: s.userId, sessionId: s.sessionId })));
+        return sessions.map(() => live);
+      },
+    });
+    const url = `http://127.0.0.1:${(server?.address() as AddressInfo).port}`;
+    client = await openStream(url, undefined);
+    const second = await openStream(url, undefined);
+    try {
+      await client.waitFor((e) => e.event === 'connected');
+      await second.waitFor((e) => e.event === 'connected');
+      await client.waitFor((e) => e.event === 'keep_alive');
+      while (!asked.some((batch) => batch.length === 2)) await new Promise((r) => setTimeout(r, 20));
+      expect(asked.find((batch) => batch.length === 2)).toEqual([
+        { userId: USER, sessionId: 's1' },
+        { userId: USER, sessionId: 's1' },
+      ]);
+      // The session ends without a bus message reaching this instance: the next check closes both streams.
+      live = false;
+      for (const c of [client, second]) {
+        const err = await c.waitFor((e) => e.event === 'error');
+        expect(err.data).toMatchObject({ code: 'SESSION_REVOKED' });
+      }
+    } finally {
+      second.close();
+    }
   });
 
   it('events published out of seq order are delivered in order, none dropped as a duplicate', async () => {

@@ -18,9 +18,10 @@ const TEMPLATE = { type: 'info' as const, title: 'Hello', content: 'World', meta
 
 async function addUsers(...ids: string[]) {
   for (const id of ids) {
-    await pool.query(`insert into "user" (id, name, email, email_verified) values ($1, $1, $1 || '@x.test', true)`, [
-      id,
-    ]);
+    await pool.query(
+      `insert into "user" (id, name, email, email_verified) values ($1, $1, $1 || '@x.test', true)`,
+      [id],
+    );
   }
 }
 
@@ -105,7 +106,9 @@ describe('deleting a user', () => {
       deleter.release();
     }
     expect(await eventRows('racing')).toBe(0);
-    const left = await database.db.execute(sql`select count(*)::int as n from notification where user_id = 'racing'`);
+    const left = await database.db.execute(
+      sql`select count(*)::int as n from notification where user_id = 'racing'`,
+    );
     expect(JSON.stringify(left)).toContain('"n":0');
   });
 });
