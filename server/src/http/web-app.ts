@@ -227,25 +227,32 @@ export function registerWebApp(app: FastifyInstance, config: Config, logger: Log
     return reply.code(200).send(request.method === 'HEAD' ? undefined : body);
   };
 
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.method !== 'GET' && request.method !== 'HEAD') return;
-    const pathname = request.url.split('?')[0] ?? '/';
+  // A callback hook: the API's requests (every one but static files and page loads) pass with no promise and no
+  // microtask. A hook that answers sends the reply and does not call done (Fastify's rule for callback hooks).
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD') return done();
+    const q = request.url.indexOf('?');
+    const pathname = q < 0 ? request.url : request.url.slice(0, q);
     const file = files.get(pathname);
     // index.html by its own name is a navigation like any other (no-cache, with the CSP).
-    if (file && pathname !== '/index.html') return send(request, reply, file, false);
+    if (file && pathname !== '/index.html') {
+      send(request, reply, file, false);
+      return;
+    }
     // Which paths are the API's and which the app's pages: the one table in site-paths.ts.
-    if (!acceptsHtml(request) || isApiOnlyPath(pathname) || request.headers.upgrade) return;
+    if (!acceptsHtml(request) || isApiOnlyPath(pathname) || request.headers.upgrade) return done();
     // A path some API route answers stays the API's, except a page's own path (the API's calls there ask for
     // JSON, never for text/html).
     const matched = request.routeOptions.url !== undefined;
-    if (matched && !PAGE_PATHS.has(pathname)) return;
+    if (matched && !PAGE_PATHS.has(pathname)) return done();
     if (!index) {
-      return reply
+      reply
         .code(503)
         .header('content-type', 'text/html; charset=utf-8')
         .header('cache-control', 'no-store')
         .send(NOT_BUILT_PAGE);
+      return;
     }
-    return send(request, reply, index, true);
+    send(request, reply, index, true);
   });
 }
