@@ -177,7 +177,7 @@ describe('SSE hub ordering', () => {
     const log = memoryLog();
     const asked: Array<Array<{ userId: string; sessionId: string }>> = [];
     let live = true;
-    await serve(log.repo, () => {}, {
+    const { url } = await serve(log.repo, () => {}, {
       keepAliveMs: 50,
       isSessionLive: async () => {
         throw new Error('convergence must use the batch check');
@@ -187,7 +187,6 @@ describe('SSE hub ordering', () => {
         return sessions.map(() => live);
       },
     });
-    const url = `http://127.0.0.1:${(server?.address() as AddressInfo).port}`;
     client = await openStream(url, undefined);
     const second = await openStream(url, undefined);
     try {
