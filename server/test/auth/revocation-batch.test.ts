@@ -4,46 +4,35 @@
 // database), and count an unreachable database as "live" (an outage must not close every connection). Real
 // PostgreSQL and Redis.
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRevocation, type Revocation } from '../../src/auth/revocation.js';
-import { createDatabase, type Database } from '../../src/infra/db.js';
+import { createDatabase } from '../../src/infra/db.js';
 import { createStore, type Store } from '../../src/infra/store.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createMigratedDatabase } from '../helpers/db.js';
 import { TEST_REDIS_URL } from '../helpers/env.js';
 
-let testDb: TestDatabase;
-let database: Database;
-let pool: pg.Pool;
+let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let store: Store;
 let revocation: Revocation;
 
 const HOUR = 3_600_000;
 
 async function user(id: string, banned = false, banExpires: Date | null = null) {
-  await pool.query(
-    `insert into "user" (id, name, email, email_verified, banned, ban_expires)
-       values ($1, $1, $1 || '@x.test', true, $2, $3)`,
-    [id, banned, banExpires],
-  );
+  await db.insertUser(id, { banned, banExpires });
 }
 
 async function session(id: string, userId: string, expiresInMs: number) {
-  await pool.query(
+  await db.pool.query(
     `insert into session (id, token, user_id, expires_at) values ($1, $1 || '-token', $2, $3)`,
     [id, userId, new Date(Date.now() + expiresInMs)],
   );
 }
 
 beforeAll(async () => {
-  testDb = await createTestDatabase();
-  database = await createDatabase({ databaseUrl: testDb.url, dataDir: '' });
-  await database.migrate();
-  pool = new pg.Pool({ connectionString: testDb.url, max: 2 });
-  pool.on('error', () => {});
+  db = await createMigratedDatabase();
   store = createStore({ url: TEST_REDIS_URL, prefix: `t:${randomBytes(6).toString('hex')}:` });
-  revocation = createRevocation({ store, db: database.db, logger: pino({ level: 'silent' }) });
+  revocation = createRevocation({ store, db: db.database.db, logger: pino({ level: 'silent' }) });
 
   await user('alive');
   await session('s-live', 'alive', HOUR);
@@ -61,9 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   revocation?.close();
   await store?.close();
-  await pool?.end();
-  await database?.close();
-  await testDb?.drop();
+  await db?.close();
 });
 
 const checks = [
@@ -80,7 +67,7 @@ describe('revocation.sessionsLive', () => {
     const batch = await revocation.sessionsLive(checks);
     expect(batch).toEqual([true, false, false, true, false, false]);
     // A second revocation instance (no memory) asked one by one agrees, with the reasons.
-    const other = createRevocation({ store, db: database.db, logger: pino({ level: 'silent' }) });
+    const other = createRevocation({ store, db: db.database.db, logger: pino({ level: 'silent' }) });
     try {
       const one = [];
       for (const c of checks) one.push(await other.sessionStatus(c.userId, c.sessionId));
@@ -97,7 +84,7 @@ describe('revocation.sessionsLive', () => {
     const c = [{ userId: 'remembered', sessionId: 's-remembered' }];
     expect(await revocation.sessionsLive(c)).toEqual([true]);
     // Deleted behind the revocation's back (no marker bump): still answered from memory.
-    await pool.query(`delete from session where id = 's-remembered'`);
+    await db.pool.query(`delete from session where id = 's-remembered'`);
     expect(await revocation.sessionsLive(c)).toEqual([true]);
     // A revocation through Herald bumps the marker: the next check goes to the database and sees it.
     const { scope } = await revocation.runScoped(async () => revocation.touched('remembered'));

@@ -2,40 +2,26 @@
 // user that stands for its seq and for unread_count_changed at seq + 1. A reader must see exactly the events the
 // two-row form gave: both after a cursor before the pair, only the count after a cursor between them, pages that
 // stay contiguous whatever their size, and rows written in the old two-row form read as before.
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabase, type Database } from '../../src/infra/db.js';
 import { createNotificationRepository } from '../../src/notifications/repository.js';
 import { readReplay } from '../../src/notifications/stream-hub/resume.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createMigratedDatabase } from '../helpers/db.js';
 
-let testDb: TestDatabase;
-let database: Database;
-let pool: pg.Pool;
+let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
+let pool: Awaited<ReturnType<typeof createMigratedDatabase>>['pool'];
 let repo: ReturnType<typeof createNotificationRepository>;
 
 const template = (title: string) => ({ type: 'info' as const, title, content: 'c', metadata: {} });
-
-async function addUser(id: string) {
-  await pool.query(
-    `insert into "user" (id, name, email, email_verified) values ($1, $1, $1 || '@x.test', true)`,
-    [id],
-  );
-}
+const addUser = (id: string) => db.insertUser(id);
 
 beforeAll(async () => {
-  testDb = await createTestDatabase();
-  database = await createDatabase({ databaseUrl: testDb.url, dataDir: '' });
-  await database.migrate();
-  pool = new pg.Pool({ connectionString: testDb.url, max: 2 });
-  pool.on('error', () => {});
-  repo = createNotificationRepository(database.db);
+  db = await createMigratedDatabase();
+  pool = db.pool;
+  repo = createNotificationRepository(db.database.db);
 });
 
 afterAll(async () => {
-  await pool?.end();
-  await database?.close();
-  await testDb?.drop();
+  await db?.close();
 });
 
 describe('paired event-log rows', () => {

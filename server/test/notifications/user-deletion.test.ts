@@ -3,26 +3,18 @@
 // the race the design relies on: a change that appends events while the user is being deleted holds the cursor row,
 // the deletion waits for it, and the events it committed are deleted too (none is left behind).
 import { sql } from 'drizzle-orm';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabase, type Database } from '../../src/infra/db.js';
 import { createNotificationRepository } from '../../src/notifications/repository.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createMigratedDatabase } from '../helpers/db.js';
 
-let testDb: TestDatabase;
-let database: Database;
-let pool: pg.Pool;
+let db: Awaited<ReturnType<typeof createMigratedDatabase>>;
+let pool: Awaited<ReturnType<typeof createMigratedDatabase>>['pool'];
 let repo: ReturnType<typeof createNotificationRepository>;
 
 const TEMPLATE = { type: 'info' as const, title: 'Hello', content: 'World', metadata: {} };
 
 async function addUsers(...ids: string[]) {
-  for (const id of ids) {
-    await pool.query(
-      `insert into "user" (id, name, email, email_verified) values ($1, $1, $1 || '@x.test', true)`,
-      [id],
-    );
-  }
+  for (const id of ids) await db.insertUser(id);
 }
 
 async function eventRows(userId: string): Promise<number> {
@@ -34,18 +26,13 @@ async function eventRows(userId: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  testDb = await createTestDatabase();
-  database = await createDatabase({ databaseUrl: testDb.url, dataDir: '' });
-  await database.migrate();
-  pool = new pg.Pool({ connectionString: testDb.url, max: 3 });
-  pool.on('error', () => {});
-  repo = createNotificationRepository(database.db);
+  db = await createMigratedDatabase(3);
+  pool = db.pool;
+  repo = createNotificationRepository(db.database.db);
 });
 
 afterAll(async () => {
-  await pool?.end();
-  await database?.close();
-  await testDb?.drop();
+  await db?.close();
 });
 
 describe('deleting a user', () => {
@@ -106,7 +93,7 @@ describe('deleting a user', () => {
       deleter.release();
     }
     expect(await eventRows('racing')).toBe(0);
-    const left = await database.db.execute(
+    const left = await db.database.db.execute(
       sql`select count(*)::int as n from notification where user_id = 'racing'`,
     );
     expect(JSON.stringify(left)).toContain('"n":0');

@@ -120,6 +120,7 @@ export function createNotificationCreator(deps: NotificationCreatorDeps) {
     const t1 = performance.now();
     let t2 = t1;
     let t3 = t1;
+    let delivered: Awaited<typeof delivering>;
     try {
       if (created.length > 0) {
         await unread.invalidate(created.map((c) => c.notification.userId));
@@ -128,9 +129,8 @@ export function createNotificationCreator(deps: NotificationCreatorDeps) {
       }
       t3 = performance.now();
     } finally {
-      await delivering;
+      delivered = await delivering;
     }
-    const delivered = await delivering;
     if (logger.level === 'debug' || logger.level === 'trace') {
       // Where a batch's time goes (bench/broadcast.ts --breakdown sums these lines).
       logger.debug(
