@@ -1,6 +1,6 @@
 // Small helpers shared by the benchmarks (argument parsing, percentiles, server memory, the machine's load).
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { CLUSTER_ORIGIN } from '@herald/server/testkit';
 
@@ -58,6 +58,26 @@ export function cpuSecondsOfPort(port: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * CPU seconds (user + system) of every process named `name` on the machine (e.g. `postgres`: the postmaster and
+ * all its backends), or 0 when none can be read (Linux only). Processes that exited in between are not counted.
+ */
+export function cpuSecondsOfProcesses(name: string): number {
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+  return ticks / 100;
 }
 
 /**

@@ -25,36 +25,13 @@ import pg from 'pg';
 import type { App } from '../server/src/app.js';
 import { createReadPositions } from '../server/src/infra/read-positions.js';
 import { numberArg, percentile, printTable, stringArg } from './_lib.js';
+import { seedAtScale } from './_seed.js';
 
 const ROWS = numberArg('rows', 500_000);
 const SECONDS = numberArg('seconds', 8);
 const ONLY = stringArg('only', '');
 const CONCURRENCY = 20;
 const USERS = 5_000;
-
-async function seed(url: string, me: string): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(
-      `insert into "user" (id, name, email, email_verified) select 'b' || g, 'b' || g, 'b' || g || '@example.test', true
-       from generate_series(1, ${USERS}) g`,
-    );
-    // Interleaved over every user, as real traffic is; the measured user gets 1,000 of their own among them.
-    await c.query(
-      `insert into notification (user_id, type, title, content, read, created_at, updated_at)
-       select case when g % ${Math.floor(ROWS / 1000)} = 0 then $1 else 'b' || (1 + g % ${USERS}) end,
-              (array['info','success','warning','error','system'])[1 + g % 5],
-              'Notification ' || g, 'Body of notification ' || g || ': ' || md5(g::text), g % 3 = 0,
-              now() - g * interval '1 second', now() - g * interval '1 second'
-       from generate_series(1, ${ROWS}) g`,
-      [me],
-    );
-    await c.query('vacuum analyze notification');
-  } finally {
-    await c.end();
-  }
-}
 
 async function load(app: App, user: TestUser, url: string): Promise<{ rps: number; p99: number }> {
   const latencies: number[] = [];
@@ -108,7 +85,7 @@ async function indexBench(): Promise<void> {
   try {
     const app = await env.app();
     const user = await createVerifiedUser(app, env.smtp);
-    await seed(env.db.url, user.id);
+    await seedAtScale(env.db.url, user.id, { rows: ROWS, users: USERS });
     const rows: Array<Array<string | number>> = [];
     for (const [label, ddl] of [
       ['DESC NULLS LAST (before)', OLD_INDEXES],
@@ -171,7 +148,7 @@ async function replicaBench(): Promise<void> {
     };
     const primaryOnly = await env.app(base);
     const user = await createVerifiedUser(primaryOnly, env.smtp);
-    await seed(pair.primaryUrl('herald'), user.id);
+    await seedAtScale(pair.primaryUrl('herald'), user.id, { rows: ROWS, users: USERS });
     await pair.caughtUp(120_000);
     const withReplica = await env.app({ ...base, DATABASE_READ_URL: pair.replicaUrl('herald') });
     const pmPid = (dir: 'primary' | 'replica') =>

@@ -4,12 +4,20 @@
 // loads alternate within each round, so every ratio compares figures taken under the same machine load.
 //
 // Usage: npm run bench -- get-session [--rounds 3] [--duration 8] [--warmup 3] [--connections 100]
-//        npm run bench -- get-session --profile [--duration 8]   # the fast path alone under --cpu-prof: top
-//            self-time functions and packages (bench/_profile.ts)
+//        npm run bench -- get-session --profile [--duration 8] [--profile-path /health]   # the fast path (or
+//            another route) alone under --cpu-prof: top self-time functions and packages (bench/_profile.ts)
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { cpuSecondsOfPort, flagArg, machineLoad, NO_CLIENT_LIMITS, numberArg, printTable } from './_lib.js';
+import {
+  cpuSecondsOfPort,
+  flagArg,
+  machineLoad,
+  NO_CLIENT_LIMITS,
+  numberArg,
+  printTable,
+  stringArg,
+} from './_lib.js';
 import { printProfileSummary } from './_profile.js';
 import { createUser, scratchDir, startBaseline, startHerald, startStack } from './_server.js';
 
@@ -18,6 +26,8 @@ const duration = numberArg('duration', 8);
 const warmup = numberArg('warmup', 3);
 const connections = numberArg('connections', 100);
 const profile = flagArg('profile');
+// --profile-path /health: profile another route with the same cookie (what the per-request pipeline costs alone).
+const profilePath = stringArg('profile-path', '/auth/get-session');
 const profileDir = profile ? scratchDir('herald-get-session-prof-') : '';
 
 interface Load {
@@ -69,13 +79,13 @@ async function main() {
     }
     const body: unknown = await probe.json();
     if (profile) {
-      const url = `${herald.url}/auth/get-session`;
+      const url = `${herald.url}${profilePath}`;
       try {
         await load(url, user.cookie, warmup);
         const fromUs = Number(process.hrtime.bigint() / 1000n);
         const r = await load(url, user.cookie, duration);
         const window = { fromUs, toUs: Number(process.hrtime.bigint() / 1000n) };
-        console.log(`fast path: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${machineLoad()})`);
+        console.log(`${profilePath}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${machineLoad()})`);
         await herald.stop();
         const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
         if (!file) throw new Error(`no profile written in ${profileDir}`);

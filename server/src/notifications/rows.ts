@@ -22,7 +22,20 @@ export interface NotificationRow {
   updated_at: Date | string;
 }
 
-export const iso = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
+// PostgreSQL's text for a timestamptz in a UTC session ("2026-11-27 09:01:00.123456+00"): rewritten as the ISO
+// string Date would give (milliseconds truncated, as Date parses them) without building a Date, which was most of
+// the cost of mapping a list page's rows (36 of 42 µs for 20 rows). Anything else (another session time zone, a
+// year before 1000) goes through Date as before; test/notifications/rows.test.ts holds the two paths equal.
+const PG_UTC_TIMESTAMP = /^([1-9]\d{3}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?\+00$/;
+
+export const iso = (v: Date | string): string => {
+  if (typeof v === 'string') {
+    const m = PG_UTC_TIMESTAMP.exec(v);
+    if (m) return `${m[1]}T${m[2]}.${(m[3] ?? '').padEnd(3, '0').slice(0, 3)}Z`;
+    return new Date(v).toISOString();
+  }
+  return v.toISOString();
+};
 
 export type StoredNotification = Notification;
 
