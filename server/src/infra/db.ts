@@ -3,7 +3,7 @@
 // Nothing here depends on session state between transactions, so DATABASE_URL may be PgBouncer in transaction
 // pooling mode (docs/operations.md, "PostgreSQL past one server"): the migration lock is transaction-level and
 // taken on DATABASE_DIRECT_URL when set, no SET outlives its transaction, no LISTEN, and named prepared
-// statements only for the hot reads of infra/prepared-reads.ts, which fall back to unnamed ones on a pooler.
+// statements only for the hot statements of infra/prepared-statements.ts, which run unnamed on a pooler.
 // PGlite is a development dependency (production requires DATABASE_URL): it is imported only when used, so a
 // production install (`npm ci --omit=dev`) runs without its 26 MB.
 import { existsSync, mkdirSync } from 'node:fs';
@@ -17,7 +17,7 @@ import pg from 'pg';
 import { acquireDataDirLock } from './data-dir-lock.js';
 import type { Logger } from './logger.js';
 import { watchConnections } from './pg-connections.js';
-import { disablePreparedReads } from './prepared-reads.js';
+import { disablePreparedStatements } from './prepared-statements.js';
 import { createReadRouter, primaryOnlyRouter, type ReadRouter } from './read-replicas.js';
 import * as schema from './schema/index.js';
 
@@ -211,12 +211,12 @@ function createPostgres(url: string, options: DatabaseOptions): Database {
   const checkPooler = async () => {
     if (poolerChecked) return;
     poolerChecked = true;
-    // Probed whatever the configured bound (any value shows the refusal): a pooler also turns the hot reads'
-    // named statements off (infra/prepared-reads.ts), which must not outlive a transaction there.
+    // Probed whatever the configured bound (any value shows the refusal): a pooler also turns the hot statements'
+    // names off (infra/prepared-statements.ts): a named statement must not outlive a transaction there.
     if (!(await refusesStartupTimeout(url, statementTimeoutMs || 3_600_000))) return;
-    disablePreparedReads(pool);
+    disablePreparedStatements(pool);
     options.logger?.info(
-      'DATABASE_URL is a pooler (it refuses a startup parameter): the hot reads run as unnamed statements',
+      'DATABASE_URL is a pooler (it refuses a startup parameter): the hot statements run unnamed',
     );
     if (statementTimeoutMs === 0) return;
     const poolOptions = pool.options as pg.PoolConfig;

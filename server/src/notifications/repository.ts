@@ -5,7 +5,7 @@ import { and, eq, ne, type SQL, sql } from 'drizzle-orm';
 import { accountRelations } from '../auth/accounts.js';
 import type { EventOutbox } from '../events/outbox.js';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
-import { preparedRows } from '../infra/prepared-reads.js';
+import { preparedRows } from '../infra/prepared-statements.js';
 import { notification, notificationCursor } from '../infra/schema/index.js';
 
 export * from './rows.js';
@@ -196,7 +196,7 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
       // and pool checkout cost more than the count itself). Both parts use the (user_id, created_at desc, id desc)
       // indexes (the partial one for unread); the count reads only the user's matching index entries. The count
       // row is always there, so a page past the end still reports the total (its page columns are null). A named
-      // statement: planning it cost more than running it (infra/prepared-reads.ts).
+      // statement: planning it cost more than running it (infra/prepared-statements.ts).
       const rows = await preparedRows<Partial<NotificationRow> & { total: number }>(
         via,
         sql`select c.total, p.* from (select count(*)::int as total from notification where ${cond}) c

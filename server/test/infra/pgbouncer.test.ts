@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { preparedReadsEnabled } from '../../src/infra/prepared-reads.js';
+import { preparedStatementsEnabled } from '../../src/infra/prepared-statements.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { PGBOUNCER_BIN, startPgBouncer, type TestPgBouncer } from '../helpers/pgbouncer.js';
 import { createVerifiedUser, jsonHeaders } from '../helpers/users.js';
@@ -66,7 +66,7 @@ describe.skipIf(!PGBOUNCER_BIN)('behind PgBouncer (pool_mode = transaction)', ()
     expect(bouncer.log()).not.toMatch(/pooler error: (?!unsupported startup parameter: statement_timeout)/);
     // Found to be a pooler at start-up: the hot reads run unnamed (a named statement would not follow the client
     // to another server connection).
-    expect(preparedReadsEnabled(a.ctx.database.db)).toBe(false);
+    expect(preparedStatementsEnabled(a.ctx.database.db)).toBe(false);
   });
 
   it('still bounds a stuck query (client-side, as the pooler refuses the server-side parameter)', async () => {

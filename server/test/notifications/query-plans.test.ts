@@ -5,7 +5,7 @@
 // 2,000 events), analysed, and the repository's own statements (captured through Drizzle's logger) are run under
 // EXPLAIN (FORMAT JSON). For a user with a hundred rows the planner may fetch them through the index and sort
 // those few (cheaper than walking the index in order); for the heavy user the order must come from the index.
-// The list and counts run as named prepared statements (infra/prepared-reads.ts), whose plan PostgreSQL may make
+// The list and counts run as named prepared statements (infra/prepared-statements.ts), whose plan PostgreSQL may make
 // generic (one plan for every user) after five executions: those are checked under that generic plan too.
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';

@@ -1,13 +1,15 @@
-// Owns named prepared statements for the hottest reads (issue 27, target 2). Measured on a 500,000-row table, an
-// uncached list page spent more than half of PostgreSQL's CPU parsing and planning its statement (267 µs a query
-// unnamed, 120 µs named). A read passed here runs as a named statement on node-postgres: each pool connection
-// parses and plans it once, later executions send only Bind/Execute.
+// Owns named prepared statements for the hottest statements (issue 27). Planning cost PostgreSQL more than running
+// them: an uncached list page's statement 267 µs a query unnamed against 120 µs named, a chat message's insert
+// 580–610 µs against 200–220 µs. A statement passed here runs as a named statement on node-postgres: each pool
+// connection parses and plans it once, later executions send only Bind/Execute.
 //
-// Where a named statement cannot live on one server connection, the read runs unnamed as before: on the embedded
-// database, on a pool found to be a pooler at start-up (infra/db.ts), and on a pool for the rest of the process once
-// PostgreSQL answers that a named statement is missing or already exists (a pooler in transaction mode that moved
-// the client to another server connection: PgBouncer before 1.21). That read is retried unnamed, so the caller never
-// sees the error. Only for reads outside a transaction: a failed statement would abort the transaction around it.
+// Where a named statement cannot live on one server connection, the statement runs unnamed as before: on the
+// embedded database, inside a transaction (its executor is not a pool), on a pool found to be a pooler at start-up
+// (infra/db.ts), and on a pool for the rest of the process once PostgreSQL answers that a named statement is
+// missing or already exists (a pooler in transaction mode that moved the client to another server connection:
+// PgBouncer before 1.21). PostgreSQL refuses those before executing anything, so the statement is retried unnamed
+// and the caller never sees the error; a write is safe to retry for the same reason. Only for single statements
+// outside a transaction: an error inside one would abort the transaction around it.
 import { createHash } from 'node:crypto';
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
@@ -47,18 +49,18 @@ const TYPES: pg.CustomTypesConfig = {
 /** invalid_sql_statement_name (Bind on a connection without it), duplicate_prepared_statement (Parse twice). */
 const NAMED_STATEMENT_ERRORS = new Set(['26000', '42P05']);
 
-// Statement texts are few (the shapes of the hot reads); the bound only guards against a caller passing
+// Statement texts are few (the shapes of the hot statements); the bound only guards against a caller passing
 // ever-changing texts.
 const names = new BoundedMap<string>(256);
 const unnamedPools = new WeakSet<pg.Pool>();
 
-/** Reads on this pool run unnamed from now on (it is a pooler that cannot keep a named statement). */
-export function disablePreparedReads(pool: pg.Pool): void {
+/** Statements on this pool run unnamed from now on (it is a pooler that cannot keep a named statement). */
+export function disablePreparedStatements(pool: pg.Pool): void {
   unnamedPools.add(pool);
 }
 
-/** Whether reads on this executor run as named statements (tests and /metrics). */
-export function preparedReadsEnabled(via: Executor): boolean {
+/** Whether statements on this executor run as named statements (tests). */
+export function preparedStatementsEnabled(via: Executor): boolean {
   const pool = poolOf(via);
   return pool !== null && !unnamedPools.has(pool);
 }
@@ -82,7 +84,7 @@ function isNamedStatementError(err: unknown): boolean {
   return typeof code === 'string' && NAMED_STATEMENT_ERRORS.has(code);
 }
 
-/** The rows of a read, as a named prepared statement where the executor allows it (see the module header). */
+/** The rows of one statement, run as a named prepared statement where the executor allows it (module header). */
 export async function preparedRows<T extends pg.QueryResultRow>(via: Executor, query: SQL): Promise<T[]> {
   const pool = poolOf(via);
   if (pool === null || unnamedPools.has(pool)) {

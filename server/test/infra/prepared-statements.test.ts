@@ -1,4 +1,4 @@
-// Named prepared statements for the hot reads (infra/prepared-reads.ts): the same rows as Drizzle's unnamed
+// Named prepared statements for the hot reads (infra/prepared-statements.ts): the same rows as Drizzle's unnamed
 // statement, one statement per connection however the parameters change, and a read that still answers when the
 // server connection does not hold the statement (a pooler moved the client) or already holds one of that name.
 import { sql } from 'drizzle-orm';
@@ -6,7 +6,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/infra/db.js';
-import { preparedReadsEnabled, preparedRows } from '../../src/infra/prepared-reads.js';
+import { preparedStatementsEnabled, preparedRows } from '../../src/infra/prepared-statements.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { PGBOUNCER_BIN, startPgBouncer, type TestPgBouncer } from '../helpers/pgbouncer.js';
 
@@ -64,7 +64,7 @@ describe('prepared reads', () => {
     expect(names[0]).toMatch(/^herald_[0-9a-f]{32}$/);
     expect((await preparedRows<Row>(db, upTo(7))).map((r) => r.id)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(await statementsOn(pool)).toEqual(names);
-    expect(preparedReadsEnabled(db)).toBe(true);
+    expect(preparedStatementsEnabled(db)).toBe(true);
   });
 
   it('still answer when the connection lost the statement, and run unnamed from then on', async () => {
@@ -75,7 +75,7 @@ describe('prepared reads', () => {
     // statement is parsed and sends only Bind, which PostgreSQL refuses (26000).
     await pool.query('deallocate all');
     expect((await preparedRows<Row>(db, upTo(4))).map((r) => r.id)).toEqual([1, 2, 3, 4]);
-    expect(preparedReadsEnabled(db)).toBe(false);
+    expect(preparedStatementsEnabled(db)).toBe(false);
     await preparedRows<Row>(db, upTo(5));
     expect(await statementsOn(pool)).toEqual([]);
   });
@@ -88,13 +88,13 @@ describe('prepared reads', () => {
     await pool.query(`prepare ${name} as select 1`);
     const db = drizzle(pool, { casing: 'snake_case' });
     expect((await preparedRows<Row>(db, upTo(3))).map((r) => r.id)).toEqual([1, 2, 3]);
-    expect(preparedReadsEnabled(db)).toBe(false);
+    expect(preparedStatementsEnabled(db)).toBe(false);
   });
 
   it('run unnamed on an executor that is not a node-postgres pool (a transaction)', async () => {
     const db = drizzle(poolOf(testDb.url), { casing: 'snake_case' });
     const rows = await db.transaction(async (tx) => {
-      expect(preparedReadsEnabled(tx)).toBe(false);
+      expect(preparedStatementsEnabled(tx)).toBe(false);
       return preparedRows<Row>(tx, upTo(2));
     });
     expect(rows.map((r) => r.id)).toEqual([1, 2]);
