@@ -82,6 +82,9 @@ export function createRevocation({ store, db, logger }: RevocationDeps): Revocat
   let draining: Promise<boolean> | undefined;
   /** Store failures seen so far; a drain only restores trust if none happened while it ran. */
   let failures = 0;
+  // Both keyed by user AND session: a verdict is about the pair that was checked, so a caller asking about a
+  // session id with another user's id can never be answered from a verdict reached for its owner.
+  const pairKey = (userId: string, sessionId: string) => `${userId}\n${sessionId}`;
   /** Sessions verified against the database, with the marker value read just before that check. */
   const verified = new BoundedMap<{ marker: string | null; expiresAt: number }>(50_000);
   /** Sessions known to have ended: they never come back. */
@@ -194,29 +197,35 @@ export function createRevocation({ store, db, logger }: RevocationDeps): Revocat
       else if (isBanned(row)) status = 'banned';
       else if (row.expiresAt.getTime() <= now) status = 'expired';
       else status = 'live';
+      const key = pairKey(userId, sessionId);
       if (status !== 'live') {
-        ended.set(sessionId, status);
-        verified.delete(sessionId);
+        ended.set(key, status);
+        verified.delete(key);
       } else if (marker !== undefined && row) {
-        verified.set(sessionId, { marker, expiresAt: row.expiresAt.getTime() });
+        verified.set(key, { marker, expiresAt: row.expiresAt.getTime() });
       }
       return status;
     });
   };
 
   /** The answer from memory (ended, or verified under the current marker), or undefined: ask the database. */
-  const remembered = (sessionId: string, marker: string | null | undefined): SessionStatus | undefined => {
-    const end = ended.get(sessionId);
+  const remembered = (
+    userId: string,
+    sessionId: string,
+    marker: string | null | undefined,
+  ): SessionStatus | undefined => {
+    const key = pairKey(userId, sessionId);
+    const end = ended.get(key);
     if (end) return end;
-    const known = verified.get(sessionId);
+    const known = verified.get(key);
     if (marker === undefined || !known || known.marker !== marker) return undefined;
     if (known.expiresAt > Date.now()) return 'live';
-    ended.set(sessionId, 'expired');
+    ended.set(key, 'expired');
     return 'expired';
   };
 
   const sessionStatus = async (userId: string, sessionId: string): Promise<SessionStatus> => {
-    const end = ended.get(sessionId);
+    const end = ended.get(pairKey(userId, sessionId));
     if (end) return end;
     // The marker is read before the database, so a revocation committed after this read bumps it past the value
     // remembered below and the next check goes to the database again.
@@ -230,7 +239,7 @@ export function createRevocation({ store, db, logger }: RevocationDeps): Revocat
         trusted = false;
       }
     }
-    const known = remembered(sessionId, marker);
+    const known = remembered(userId, sessionId, marker);
     if (known) return known;
     try {
       const [status] = await fromDatabase([{ userId, sessionId, marker }]);
@@ -245,7 +254,9 @@ export function createRevocation({ store, db, logger }: RevocationDeps): Revocat
     sessions: ReadonlyArray<{ userId: string; sessionId: string }>,
   ): Promise<boolean[]> => {
     const markers = new Map<string, string | null>();
-    const users = [...new Set(sessions.filter((c) => !ended.get(c.sessionId)).map((c) => c.userId))];
+    const users = [
+      ...new Set(sessions.filter((c) => !ended.get(pairKey(c.userId, c.sessionId))).map((c) => c.userId)),
+    ];
     if (trusted && users.length > 0) {
       try {
         // Issued in one tick: the store's auto-pipeline sends them in one write (a background check: no caller
@@ -264,7 +275,7 @@ export function createRevocation({ store, db, logger }: RevocationDeps): Revocat
       [];
     sessions.forEach(({ userId, sessionId }, i) => {
       const marker = markers.has(userId) ? markers.get(userId) : undefined;
-      const known = remembered(sessionId, marker);
+      const known = remembered(userId, sessionId, marker);
       if (known) statuses[i] = known;
       else ask.push({ i, userId, sessionId, marker });
     });

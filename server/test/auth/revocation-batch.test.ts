@@ -95,6 +95,21 @@ describe('revocation.sessionsLive', () => {
     expect(await revocation.sessionsLive(c)).toEqual([false]);
   });
 
+  it('remembers a verdict for the user and session checked, never for the session id under another user', async () => {
+    await user('owner');
+    await user('stranger');
+    await session('s-owned', 'owner', HOUR);
+    // Verified (and remembered) for its owner, in the batch and one by one.
+    expect(await revocation.sessionsLive([{ userId: 'owner', sessionId: 's-owned' }])).toEqual([true]);
+    expect(await revocation.sessionStatus('owner', 's-owned')).toBe('live');
+    // The same session id with another user's id is not that user's session: the database says so, whatever
+    // the memory holds for its owner.
+    expect(await revocation.sessionStatus('stranger', 's-owned')).toBe('revoked');
+    expect(await revocation.sessionsLive([{ userId: 'stranger', sessionId: 's-owned' }])).toEqual([false]);
+    // And that refusal is not remembered against the owner.
+    expect(await revocation.sessionStatus('owner', 's-owned')).toBe('live');
+  });
+
   it('counts an unreachable database as live', async () => {
     const broken = await createDatabase({
       databaseUrl: 'postgres://postgres@127.0.0.1:1/nowhere',
