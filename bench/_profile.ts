@@ -2,7 +2,8 @@
 // only those inside a time window (microseconds on the monotonic clock, the profile's own timeline).
 //
 // Usage: npx tsx bench/_profile.ts <file.cpuprofile> [--top 25] [--from-us N --to-us M]
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 interface CallFrame {
@@ -114,6 +115,27 @@ export function printProfileSummary(file: string, top = 20, window?: Window): vo
   );
   console.table(s.packages.map((p) => ({ package: p.name, 'self ms': p.ms, '%': p.share })));
   console.table(s.functions.map((f) => ({ function: f.name, 'self ms': f.ms, '%': f.share })));
+}
+
+/**
+ * Runs `measure` (the load to profile; it returns the line to print) against a server started under
+ * `--cpu-prof --cpu-prof-dir=<profileDir>`, stops the server so the profile is written, and prints the summary
+ * of that load's window only (not the start-up or the warm-up).
+ */
+export async function profileLoad(
+  server: { stop(): Promise<void> },
+  profileDir: string,
+  measure: () => Promise<string>,
+  top = 25,
+): Promise<void> {
+  const fromUs = Number(process.hrtime.bigint() / 1000n);
+  const line = await measure();
+  const window = { fromUs, toUs: Number(process.hrtime.bigint() / 1000n) };
+  console.log(line);
+  await server.stop();
+  const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no profile written in ${profileDir}`);
+  printProfileSummary(path.join(profileDir, file), top, window);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

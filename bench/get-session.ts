@@ -6,8 +6,6 @@
 // Usage: npm run bench -- get-session [--rounds 3] [--duration 8] [--warmup 3] [--connections 100]
 //        npm run bench -- get-session --profile [--duration 8] [--profile-path /health]   # the fast path (or
 //            another route) alone under --cpu-prof: top self-time functions and packages (bench/_profile.ts)
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import {
   cpuSecondsOfPort,
@@ -18,7 +16,7 @@ import {
   printTable,
   stringArg,
 } from './_lib.js';
-import { printProfileSummary } from './_profile.js';
+import { profileLoad } from './_profile.js';
 import { createUser, scratchDir, startBaseline, startHerald, startStack } from './_server.js';
 
 const rounds = numberArg('rounds', 3);
@@ -82,14 +80,10 @@ async function main() {
       const url = `${herald.url}${profilePath}`;
       try {
         await load(url, user.cookie, warmup);
-        const fromUs = Number(process.hrtime.bigint() / 1000n);
-        const r = await load(url, user.cookie, duration);
-        const window = { fromUs, toUs: Number(process.hrtime.bigint() / 1000n) };
-        console.log(`${profilePath}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${machineLoad()})`);
-        await herald.stop();
-        const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
-        if (!file) throw new Error(`no profile written in ${profileDir}`);
-        printProfileSummary(path.join(profileDir, file), 25, window);
+        await profileLoad(herald, profileDir, async () => {
+          const r = await load(url, user.cookie, duration);
+          return `${profilePath}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${machineLoad()})`;
+        });
       } finally {
         await herald.stop();
       }

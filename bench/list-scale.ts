@@ -8,8 +8,6 @@
 //        [--connections 100]
 //        npm run bench -- list-scale --profile [--path '/notification/list?limit=20&page=2']   # that path alone
 //            under --cpu-prof: top self-time functions and packages (bench/_profile.ts)
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import {
   cpuSecondsOfPort,
@@ -21,7 +19,7 @@ import {
   printTable,
   stringArg,
 } from './_lib.js';
-import { printProfileSummary } from './_profile.js';
+import { profileLoad } from './_profile.js';
 import { seedAtScale } from './_seed.js';
 import { createUser, scratchDir, startHerald, startStack } from './_server.js';
 
@@ -98,14 +96,10 @@ async function main() {
       if (profile) {
         const url = herald.url + profilePath;
         await load(url, user.cookie, warmup);
-        const fromUs = Number(process.hrtime.bigint() / 1000n);
-        const r = await load(url, user.cookie, duration);
-        const window = { fromUs, toUs: Number(process.hrtime.bigint() / 1000n) };
-        console.log(`${profilePath}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${machineLoad()})`);
-        await herald.stop();
-        const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
-        if (!file) throw new Error(`no profile written in ${profileDir}`);
-        printProfileSummary(path.join(profileDir, file), 25, window);
+        await profileLoad(herald, profileDir, async () => {
+          const r = await load(url, user.cookie, duration);
+          return `${profilePath}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${machineLoad()})`;
+        });
         return;
       }
       for (const p of PATHS) await load(herald.url + p.path, user.cookie, warmup);
