@@ -51,7 +51,9 @@ describe('the chat insert statement', () => {
     // A retried clientMessageId still answers with the stored message (nothing inserted by the named statement).
     const first = await repo.insert(message('four', 'c-1'));
     const again = await repo.insert(message('four', 'c-1'));
-    expect(again.ok && first.ok && again.created === false && again.message.id === first.message.id).toBe(true);
+    expect(again.ok && first.ok && again.created === false && again.message.id === first.message.id).toBe(
+      true,
+    );
   });
 
   it('runs in a transaction with the domain event when a webhook wants it', async () => {
@@ -60,6 +62,7 @@ describe('the chat insert statement', () => {
       wants: () => true,
       write: async (_tx, events) => {
         written.push(...events);
+        return events.length;
       },
     });
     await db.pool.query('deallocate all');

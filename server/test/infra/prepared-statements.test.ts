@@ -6,7 +6,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/infra/db.js';
-import { preparedStatementsEnabled, preparedRows } from '../../src/infra/prepared-statements.js';
+import { preparedRows, preparedStatementsEnabled } from '../../src/infra/prepared-statements.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { PGBOUNCER_BIN, startPgBouncer, type TestPgBouncer } from '../helpers/pgbouncer.js';
 
