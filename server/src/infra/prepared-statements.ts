@@ -7,9 +7,10 @@
 // embedded database, inside a transaction (its executor is not a pool), on a pool found to be a pooler at start-up
 // (infra/db.ts), and on a pool for the rest of the process once PostgreSQL answers that a named statement is
 // missing or already exists (a pooler in transaction mode that moved the client to another server connection:
-// PgBouncer before 1.21). PostgreSQL refuses those before executing anything, so the statement is retried unnamed
-// and the caller never sees the error; a write is safe to retry for the same reason. Only for single statements
-// outside a transaction: an error inside one would abort the transaction around it.
+// PgBouncer before 1.21), or that a migration changed what a prepared statement returns. PostgreSQL refuses those
+// before executing anything, so the statement is retried unnamed and the caller never sees the error; a write is
+// safe to retry for the same reason. Only for single statements outside a transaction: an error inside one would
+// abort the transaction around it.
 import { createHash } from 'node:crypto';
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
@@ -48,6 +49,8 @@ const TYPES: pg.CustomTypesConfig = {
 
 /** invalid_sql_statement_name (Bind on a connection without it), duplicate_prepared_statement (Parse twice). */
 const NAMED_STATEMENT_ERRORS = new Set(['26000', '42P05']);
+/** A migration changed the columns a statement returns while it was prepared: PostgreSQL will not re-plan it. */
+const RESULT_TYPE_CHANGED = /cached plan must not change result type/;
 
 // Statement texts are few (the shapes of the hot statements); the bound only guards against a caller passing
 // ever-changing texts.
@@ -80,8 +83,12 @@ function statementName(text: string): string {
 }
 
 function isNamedStatementError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && NAMED_STATEMENT_ERRORS.has(code);
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code !== 'string') return false;
+  return (
+    NAMED_STATEMENT_ERRORS.has(code) ||
+    (code === '0A000' && typeof message === 'string' && RESULT_TYPE_CHANGED.test(message))
+  );
 }
 
 /** The rows of one statement, run as a named prepared statement where the executor allows it (module header). */

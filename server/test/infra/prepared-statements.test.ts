@@ -1,6 +1,7 @@
 // Named prepared statements for the hot reads (infra/prepared-statements.ts): the same rows as Drizzle's unnamed
 // statement, one statement per connection however the parameters change, and a read that still answers when the
-// server connection does not hold the statement (a pooler moved the client) or already holds one of that name.
+// server connection does not hold the statement (a pooler moved the client), already holds one of that name, or
+// a migration changed the columns it returns.
 import { sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
@@ -88,6 +89,19 @@ describe('prepared reads', () => {
     await pool.query(`prepare ${name} as select 1`);
     const db = drizzle(pool, { casing: 'snake_case' });
     expect((await preparedRows<Row>(db, upTo(3))).map((r) => r.id)).toEqual([1, 2, 3]);
+    expect(preparedStatementsEnabled(db)).toBe(false);
+  });
+
+  it('still answer when a migration changed what a prepared statement returns', async () => {
+    const pool = poolOf(testDb.url);
+    await pool.query('create table wide (id int primary key)');
+    await pool.query('insert into wide values (1)');
+    const db = drizzle(pool, { casing: 'snake_case' });
+    const all = sql`select * from wide where id = ${1}`;
+    expect(await preparedRows(db, all)).toEqual([{ id: 1 }]);
+    // What a rolling upgrade's migration does under a running instance: PostgreSQL then refuses the cached plan.
+    await pool.query(`alter table wide add column label text not null default 'x'`);
+    expect(await preparedRows(db, all)).toEqual([{ id: 1, label: 'x' }]);
     expect(preparedStatementsEnabled(db)).toBe(false);
   });
 
