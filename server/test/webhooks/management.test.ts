@@ -116,6 +116,9 @@ describe('webhook management', () => {
     expect((await sendTo('held back')).statusCode).toBe(200);
     await receiver.until(titled('held back'));
     expect((await call('PATCH', `/admin/webhooks/${hook.id}`, { enabled: false })).statusCode).toBe(200);
+    // A retry claimed before the disable committed may still arrive (on a loaded machine the PATCH can take
+    // longer than the ~100 ms retry delay): it is refused too, so the delivery stays queued.
+    await new Promise((r) => setTimeout(r, 600));
     receiver.respond = () => 200;
     receiver.received.length = 0;
     // The retry is due within ~100 ms; a disabled endpoint's row is not claimed however long it waits.
