@@ -90,8 +90,11 @@ export async function registerWebhooks(app: FastifyInstance, deps: WebhooksFeatu
     },
     queued: () => webhooks.worker.kick(),
   });
+  // Delivered here at once and on every other instance through the bus: each re-reads which events are wanted
+  // and hands back the deliveries it had claimed with the endpoint's old settings (worker.reclaim).
   const unsubscribe = realtime.bus.subscribe<unknown>(WEBHOOKS_CHANGED_TOPIC, () => {
     void webhooks.events.refresh();
+    void webhooks.worker.reclaim();
   });
   registerWebhookRoutes(app, service, deps.sessions);
   deps.housekeeping.register(webhookDeliveryRetentionTask());

@@ -63,6 +63,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   const inflight = new Map<string, number>();
   /** Claimed rows waiting for a send slot of their endpoint. */
   const buffers = new Map<string, Claimed[]>();
+  /** Bumped by reclaim(): a claim that ran across an endpoint change hands its rows back. */
+  let generation = 0;
   let total = 0;
   let buffered = 0;
   let attemptFailures = 0;
@@ -233,7 +235,13 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       while (!loop.stopped) {
         const free = capacity - total - buffered;
         if (free <= 0) return;
+        const claimedIn = generation;
         const rows = await claim(free);
+        // An endpoint changed while this claim ran: its rows may carry the old URL or enabled flag.
+        if (claimedIn !== generation) {
+          await releaseRows(rows.map((r) => r.id));
+          continue;
+        }
         for (const row of rows) {
           const buffer = buffers.get(row.endpoint_id) ?? [];
           buffer.push(row);
@@ -251,6 +259,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     const ids = [...buffers.values()].flat().map((r) => r.id);
     buffers.clear();
     buffered = 0;
+    await releaseRows(ids);
+  };
+  const releaseRows = async (ids: string[]) => {
     if (ids.length === 0) return;
     await db
       .execute(sql`
@@ -262,6 +273,17 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   return {
     start: () => loop.start(),
     kick: () => loop.kick(),
+    /**
+     * An endpoint was changed or removed (on any instance): the buffered rows were claimed with its URL, secrets
+     * and enabled flag of then. They go back to the queue (attempt not counted) and the next claim reads every
+     * endpoint as it is now, so a row claimed before a `PATCH url` never goes to the old URL, nor one of a
+     * disabled endpoint out. Sends already started finish as they are.
+     */
+    async reclaim() {
+      generation++;
+      await release();
+      loop.kick();
+    },
     async stats(): Promise<WebhookQueueStats> {
       const rows = rowsOf<{ status: string; n: string | number }>(
         await db.execute(sql`select status, count(*) as n from webhook_delivery group by status`),

@@ -11,6 +11,8 @@ export interface Received {
   signature: string;
   body: string;
   host: string;
+  /** The request path (the receiver answers on any path). */
+  path: string;
   /** The status this request was answered with (null: not answered). */
   answered: number | null;
 }
@@ -55,6 +57,7 @@ export async function startReceiver(): Promise<WebhookReceiver> {
         signature: String(req.headers['webhook-signature'] ?? ''),
         body: Buffer.concat(chunks).toString('utf8'),
         host: String(req.headers.host ?? ''),
+        path: req.url ?? '',
         answered: null,
       };
       received.push(r);

@@ -128,6 +128,28 @@ describe('webhook management', () => {
     await receiver.until(titled('held back'));
   });
 
+  it('deliveries claimed before a PATCH url go to the new URL, not the old one', async () => {
+    const hook = await createHook(['notification.created'], '/before');
+    // Every request to the old URL hangs: the endpoint's 4 send slots fill, and the worker claims the rest into
+    // its buffer with the old URL.
+    receiver.respond = () => 'hang';
+    const titles = Array.from({ length: 8 }, (_, i) => `moved ${i}`);
+    for (const title of titles) expect((await sendTo(title)).statusCode).toBe(200);
+    await receiver.until((all) => all.filter((r) => r.path === '/before').length >= 4);
+    const patched = await call('PATCH', `/admin/webhooks/${hook.id}`, { url: receiver.url('/after') });
+    expect(patched.statusCode).toBe(200);
+    receiver.releaseHung();
+    await receiver.until((all) => titles.every((t) => titled(t)(all.filter((r) => r.answered === 200))));
+    const before = receiver.received.filter((r) => r.path === '/before');
+    // Only the sends that had started before the change went to the old URL; the buffered ones were handed back
+    // and claimed again with the new one.
+    expect(before).toHaveLength(4);
+    const after = receiver.received.filter((r) => r.path === '/after').map((r) => bodyOf(r).data);
+    expect(after).toHaveLength(4);
+    const sentBefore = new Set(before.map((r) => (bodyOf(r).data as { title: string }).title));
+    for (const data of after) expect(sentBefore.has((data as { title: string }).title)).toBe(false);
+  });
+
   it('PATCH url is checked like a new webhook’s and then used', async () => {
     const hook = await createHook(['notification.created']);
     const refused = await call('PATCH', `/admin/webhooks/${hook.id}`, { url: 'ftp://example.com/x' });
