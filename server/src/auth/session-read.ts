@@ -1,7 +1,7 @@
 // Owns Herald's fast path for `GET /auth/get-session` (issue 27): the answer better-auth would give, built from the
 // guard's verified-cookie and store caches instead of a per-call better-auth dispatch. Design and safety argument:
 // docs/architecture.md "The get-session fast path".
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { BetterAuthOptions } from 'better-auth';
 import { parseSessionOutput, parseUserOutput } from 'better-auth/db';
 import { serializeCookie } from 'better-call';
@@ -37,7 +37,8 @@ export interface GetSessionFastPathDeps {
 const MAX_COOKIE_SIZE = 4050;
 
 interface Settings {
-  secret: string;
+  /** The auth secret as a KeyObject: imported once, not by every createHmac (the snapshot is signed per request). */
+  secretKey: KeyObject;
   dataCookie: string;
   dontRememberCookie: string;
   /** `; Max-Age=…; Path=/; HttpOnly; …` exactly as better-auth's cookie writer appends to the snapshot cookie. */
@@ -108,7 +109,7 @@ async function loadSettings(auth: Auth): Promise<Settings | null> {
   const prefix = `${data.name}=`;
   const empty = serializeCookie(data.name, '', data.attributes);
   return {
-    secret: ctx.secret,
+    secretKey: createSecretKey(Buffer.from(ctx.secret, 'utf8')),
     dataCookie: data.name,
     dontRememberCookie: ctx.authCookies.dontRememberToken.name,
     dataCookieSuffix: empty.slice(prefix.length),
@@ -174,7 +175,7 @@ export function createGetSessionFastPath(auth: Auth, deps: GetSessionFastPathDep
     const now = Date.now();
     const expiresAt = now + s.maxAgeS * 1000;
     const data = `{"session":${r.sessionJson},"user":${r.userJson},"updatedAt":${now},"version":"1"`;
-    const signature = createHmac('sha256', s.secret)
+    const signature = createHmac('sha256', s.secretKey)
       .update(`${data},"expiresAt":${expiresAt}}`)
       .digest('base64url');
     const value = Buffer.from(

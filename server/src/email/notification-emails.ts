@@ -1,7 +1,7 @@
 // Owns turning one notification into emails: recipients who chose a digest get a digest entry scheduled (in one
 // statement per batch), the others one email each, rendered once per locale with their own unsubscribe link
-// spliced in, queued through the outbox in multi-row inserts.
-import type { EmailOutbox, OutboxEmail } from '../infra/email-outbox.js';
+// spliced in by the outbox's multi-row insert.
+import type { EmailOutbox, TemplateRecipient } from '../infra/email-outbox.js';
 import { escapeHtml } from '../infra/mailer.js';
 import type { NotificationEmails } from '../notifications/delivery.js';
 import type { EmailRecipient } from '../notifications/repository.js';
@@ -17,7 +17,7 @@ const INSERT_CHUNK = 1_000;
 export function createNotificationEmails(deps: {
   renderer: EmailRenderer;
   tokens: UnsubscribeTokens;
-  outbox: Pick<EmailOutbox, 'enqueue'>;
+  outbox: Pick<EmailOutbox, 'enqueueForRecipients'>;
   digests: DigestScheduler;
   apiBaseUrl: string;
 }): NotificationEmails {
@@ -29,35 +29,42 @@ export function createNotificationEmails(deps: {
       if (digested.length > 0) await deps.digests.schedule(digested);
       if (immediate.length === 0) return;
 
-      const byLocale = new Map<ShippedLocale, RenderedEmail>();
-      const emails: OutboxEmail[] = immediate.map((r) => {
+      // Rendered once per locale with a placeholder for the unsubscribe link; the outbox splices each recipient's
+      // own link in (enqueueForRecipients), so the body is not copied per recipient here.
+      const byLocale = new Map<ShippedLocale, { base: RenderedEmail; recipients: TemplateRecipient[] }>();
+      for (const r of immediate) {
         const locale = deps.renderer.localeOf(r.locale);
-        let base = byLocale.get(locale);
-        if (!base) {
-          base = deps.renderer.render(
+        let group = byLocale.get(locale);
+        if (!group) {
+          const base = deps.renderer.render(
             { template: 'notification', ...content, unsubscribeUrl: SENTINEL },
             locale,
           );
-          byLocale.set(locale, base);
+          group = { base, recipients: [] };
+          byLocale.set(locale, group);
         }
         const url = unsubscribeUrl(
           deps.apiBaseUrl,
           deps.tokens.sign({ userId: r.userId, scope: 'type', type: content.type }),
         );
-        const headers: Record<string, string> = {};
-        for (const [name, value] of Object.entries(base.headers))
-          headers[name] = value.replaceAll(SENTINEL, url);
-        return {
+        group.recipients.push({
           dedupeKey: `notification:${r.notificationId}`,
           to: r.email,
+          fillText: url,
+          fillHtml: escapeHtml(url),
+        });
+      }
+      for (const { base, recipients } of byLocale.values()) {
+        const email = {
           subject: base.subject,
-          text: base.text.replaceAll(SENTINEL, url),
-          html: base.html.replaceAll(SENTINEL, escapeHtml(url)),
-          headers,
+          text: base.text,
+          html: base.html,
+          headers: base.headers,
+          placeholder: SENTINEL,
         };
-      });
-      for (let i = 0; i < emails.length; i += INSERT_CHUNK) {
-        await deps.outbox.enqueue(emails.slice(i, i + INSERT_CHUNK));
+        for (let i = 0; i < recipients.length; i += INSERT_CHUNK) {
+          await deps.outbox.enqueueForRecipients(email, recipients.slice(i, i + INSERT_CHUNK));
+        }
       }
     },
   };
