@@ -27,11 +27,12 @@ export interface OutboxEmail extends Mail {
 }
 
 /**
- * One rendered email for many recipients (enqueueForRecipients): each recipient's copy is `email` with every
- * `placeholder` replaced by its fill (`fillText` in the text and the header values, `fillHtml` in the html).
+ * One rendered email for many recipients (enqueueForRecipients), stored once: each recipient's copy is `email` with
+ * every `placeholder` replaced by its fill (`fillText` in the text and the header values, `fillHtml` in the html;
+ * the subject is the same for all).
  */
 export interface TemplateEmail extends Omit<Mail, 'to'> {
-  /** A fixed token without HTML-, JSON- or array-special characters that cannot occur by accident. */
+  /** A fixed token without HTML-special characters that cannot occur by accident. */
   placeholder: string;
 }
 
@@ -40,6 +41,74 @@ export interface TemplateRecipient {
   to: string;
   fillText: string;
   fillHtml: string;
+}
+
+/** A claimed row as stored: a shared-body row carries its body's columns (b_*) and its fills. */
+interface StoredRow {
+  id: string;
+  to_address: string;
+  subject: string;
+  text_body: string;
+  html_body: string;
+  attempts: string | number;
+  dedupe_key: string | null;
+  headers: Record<string, string> | string | null;
+  body_id: string | number | null;
+  fill_text: string | null;
+  fill_html: string | null;
+  b_subject: string | null;
+  b_text: string | null;
+  b_html: string | null;
+  b_headers: Record<string, string> | string | null;
+  b_placeholder: string | null;
+}
+
+/** A claimed row with its body resolved: the email as it is sent. */
+interface ClaimedRow {
+  id: string;
+  to_address: string;
+  subject: string;
+  text_body: string;
+  html_body: string;
+  attempts: string | number;
+  dedupe_key: string | null;
+  headers: Record<string, string> | null;
+  /** A shared-body row whose body is gone: it cannot be sent (a failed attempt). */
+  missingBody: boolean;
+}
+
+const parseHeaders = (h: Record<string, string> | string | null): Record<string, string> | null =>
+  h === null ? null : typeof h === 'string' ? (JSON.parse(h) as Record<string, string>) : h;
+
+/** The row's own email, or its shared body with the row's fills spliced in. */
+function resolveClaimedRow(row: StoredRow): ClaimedRow {
+  const base = { id: row.id, to_address: row.to_address, attempts: row.attempts, dedupe_key: row.dedupe_key };
+  if (row.body_id === null) {
+    return {
+      ...base,
+      subject: row.subject,
+      text_body: row.text_body,
+      html_body: row.html_body,
+      headers: parseHeaders(row.headers),
+      missingBody: false,
+    };
+  }
+  const { b_subject: subject, b_text: text, b_html: html, b_placeholder: ph } = row;
+  if (subject === null || text === null || html === null || ph === null) {
+    return { ...base, subject: '', text_body: '', html_body: '', headers: null, missingBody: true };
+  }
+  const fillText = row.fill_text ?? '';
+  const headers = parseHeaders(row.b_headers);
+  return {
+    ...base,
+    subject,
+    text_body: text.replaceAll(ph, fillText),
+    html_body: html.replaceAll(ph, row.fill_html ?? ''),
+    headers: headers
+      ? Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v.replaceAll(ph, fillText)]))
+      : null,
+    missingBody: false,
+  };
 }
 
 export interface EmailOutboxOptions {
@@ -102,22 +171,20 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
   const leaseMs = options.leaseMs ?? 120_000;
   let attemptFailures = 0;
 
+  // A shared-body row comes with its body (one statement); the claim's order and plan are the due index's.
   const claim = async () =>
-    rowsOf<{
-      id: string;
-      to_address: string;
-      subject: string;
-      text_body: string;
-      html_body: string;
-      attempts: string | number;
-      dedupe_key: string | null;
-      headers: Record<string, string> | string | null;
-    }>(
+    rowsOf<StoredRow>(
       await db.execute(sql`
-        update email_outbox set attempts = attempts + 1, locked_until = ${inMs(leaseMs)}
-        where id in (${dueOutboxRows(batchSize)})
-        returning id::text as id, to_address, subject, text_body, html_body, attempts, dedupe_key, headers`),
-    );
+        with claimed as (
+          update email_outbox set attempts = attempts + 1, locked_until = ${inMs(leaseMs)}
+          where id in (${dueOutboxRows(batchSize)})
+          returning id, to_address, subject, text_body, html_body, attempts, dedupe_key, headers, body_id,
+                    fill_text, fill_html)
+        select c.id::text as id, c.to_address, c.subject, c.text_body, c.html_body, c.attempts, c.dedupe_key,
+               c.headers, c.body_id, c.fill_text, c.fill_html, b.subject as b_subject, b.text_body as b_text,
+               b.html_body as b_html, b.headers as b_headers, b.placeholder as b_placeholder
+        from claimed c left join email_body b on b.id = c.body_id`),
+    ).map(resolveClaimedRow);
 
   /** Writes the row's new state; a final outcome is reported to onOutcome in the same transaction. */
   const settle = async (update: SQL, outcome: EmailOutcome | null) => {
@@ -163,14 +230,13 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
           async () => {
             const attempts = Number(row.attempts);
             try {
+              if (row.missingBody) throw new Error('the email body of this row is gone');
               await mailer.send({
                 to: row.to_address,
                 subject: row.subject,
                 text: row.text_body,
                 html: row.html_body,
-                ...(row.headers
-                  ? { headers: typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers }
-                  : {}),
+                ...(row.headers ? { headers: row.headers } : {}),
               });
               // Settled with the round's other sent rows in one statement (settleSent below).
               sent.push({
@@ -252,25 +318,26 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
       return rows.length;
     },
     /**
-     * Queues one email to many recipients, each with their own fills (an unsubscribe link), in one statement. The
-     * body travels once and PostgreSQL splices each row's fills in: building the array literal of 500 rendered
-     * 4-kilobyte bodies cost Node more than the rest of a broadcast batch's email work (issue 27). The rows stored
-     * are the ones `enqueue` would store for the same emails.
+     * Queues one email to many recipients, each with their own fills (an unsubscribe link), in one statement: the
+     * body is stored once (email_body) and each recipient's row holds only its address and fills, spliced in when
+     * the row is claimed. A dedupe key already queued is ignored (a body no row took goes with housekeeping).
+     * Returns how many were new.
      */
     async enqueueForRecipients(email: TemplateEmail, recipients: TemplateRecipient[]): Promise<number> {
       if (recipients.length === 0) return 0;
       const column = (pick: (r: TemplateRecipient) => string) => textArray(recipients.map(pick));
-      const ph = email.placeholder;
-      // Header values are spliced inside their JSON text: the fill is JSON-escaped the way JSON.stringify would.
-      const headers = email.headers ? JSON.stringify(email.headers) : null;
       const rows = rowsOf<{ id: string }>(
         await db.execute(
-          sql`insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body, headers)
-              select k, t, ${email.subject}, replace(${email.text}::text, ${ph}::text, ft),
-                     replace(${email.html}::text, ${ph}::text, fh), replace(${headers}::text, ${ph}::text, fj)::jsonb
+          sql`with body as (
+                insert into email_body (subject, text_body, html_body, headers, placeholder)
+                values (${email.subject}, ${email.text}, ${email.html},
+                        ${email.headers ? JSON.stringify(email.headers) : null}::jsonb, ${email.placeholder})
+                returning id)
+              insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body, body_id, fill_text,
+                                        fill_html)
+              select k, t, '', '', '', (select id from body), ft, fh
               from unnest(${column((r) => r.dedupeKey)}, ${column((r) => r.to)}, ${column((r) => r.fillText)},
-                          ${column((r) => r.fillHtml)}, ${column((r) => JSON.stringify(r.fillText).slice(1, -1))})
-                as x(k, t, ft, fh, fj)
+                          ${column((r) => r.fillHtml)}) as x(k, t, ft, fh)
               on conflict (dedupe_key) do nothing returning id::text as id`,
         ),
       );
@@ -293,11 +360,29 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
 
 export type EmailOutbox = ReturnType<typeof createEmailOutbox>;
 
-/** The outbox's housekeeping: sent and given-up rows (the email log) are kept 7 days. */
-export const emailOutboxRetentionTask = (): HousekeepingTask =>
-  deleteOlderThan({
+/**
+ * The outbox's housekeeping: sent and given-up rows (the email log) are kept 7 days; a shared body goes once no
+ * row refers to it, and not before it is an hour old (a body whose rows are being inserted is never taken).
+ */
+export const emailOutboxRetentionTask = (): HousekeepingTask => {
+  const emails = deleteOlderThan({
     owner: 'email-outbox',
     countName: 'emailsDeleted',
     statement: sql`delete from email_outbox where status in ('sent', 'failed')
                    and created_at < now() - make_interval(days => 7) returning 1`,
   });
+  const bodies = deleteOlderThan({
+    owner: 'email-outbox',
+    countName: 'emailBodiesDeleted',
+    statement: sql`delete from email_body b where b.created_at < now() - make_interval(hours => 1)
+                   and not exists (select 1 from email_outbox o where o.body_id = b.id) returning 1`,
+  });
+  return {
+    owner: 'email-outbox',
+    async run(tx) {
+      const a = await emails.run(tx);
+      const b = await bodies.run(tx);
+      return { counts: { ...a.counts, ...b.counts } };
+    },
+  };
+};

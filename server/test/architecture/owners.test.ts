@@ -5,7 +5,7 @@
 // notificationRelations and digestContent). The schema and migrations folders define the tables and are exempt.
 //
 // Every table has an owner: better-auth's tables are auth's; the notification tables notifications'; the email
-// outbox is infra/email-outbox.ts's (a shared queue every feature enqueues into through its functions); the
+// outbox and its shared bodies are infra/email-outbox.ts's (a shared queue every feature enqueues into through its functions); the
 // digests email's; push, webhooks, API keys, chat and admin's broadcast sends their folders'; the idempotency
 // keys http/idempotency.ts's. None is left out. Each owner's housekeeping task deletes only from its own tables,
 // which this test checks too (a `delete from` names the table).
@@ -30,6 +30,7 @@ const OWNERS: Record<string, string> = {
   notification_event: 'notifications',
   notification_preference: 'notifications',
   email_outbox: 'infra/email-outbox.ts',
+  email_body: 'infra/email-outbox.ts',
   email_digest: 'email',
   push_subscription: 'push',
   push_delivery: 'push',

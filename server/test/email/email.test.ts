@@ -351,6 +351,45 @@ describe('email: branding, templates, locales, unsubscribe, digests', () => {
     });
   });
 
+  it('a notification to many users: one stored body per locale, every recipient their own link', async () => {
+    const en = await Promise.all([0, 1, 2].map(() => createVerifiedUser(app, env.smtp)));
+    const de = await signUp({ locale: 'de' });
+    const { cookie: deCookie } = await verifyAndSignIn(de.email);
+    const deId = (
+      await app.inject({ method: 'GET', url: '/auth/get-session', headers: { cookie: deCookie } })
+    ).json().user.id as string;
+    const recipients = [...en.map((u) => ({ id: u.id, email: u.email })), { id: deId, email: de.email }];
+    const title = `stored once ${Date.now()}`;
+    await app.notifications.createForUsers(
+      recipients.map((r) => r.id),
+      { type: 'announcement', title, content: 'Read <b>this</b> & that' },
+    );
+    const tokens = createUnsubscribeTokens(TEST_AUTH_SECRET);
+    const marked: string[] = [];
+    for (const r of recipients) {
+      const mail = await env.smtp.waitFor((m) => m.to.includes(r.email) && m.subject === title);
+      const link = /^<([^>]+)>$/.exec(mail.headers['list-unsubscribe'] ?? '')?.[1] ?? '';
+      // This recipient's link, for this type, in both parts.
+      expect(tokens.verify(link.split('token=')[1] ?? '')).toEqual({
+        ok: true,
+        target: { userId: r.id, scope: 'type', type: 'announcement' },
+      });
+      expect(mail.text).toContain(link);
+      expect(mail.html).toContain(link);
+      expect(mail.html).toContain('Read &lt;b&gt;this&lt;/b&gt; &amp; that');
+      if (r.id === deId) expect(mail.headers['content-language']).toBe('de');
+      else marked.push(mail.html.replaceAll(link, 'LINK'));
+    }
+    // Apart from the link, the English recipients got the same email.
+    expect(new Set(marked).size).toBe(1);
+    const [row] = rowsOf<{ n: number }>(
+      await app.ctx.database.db.execute(
+        sql`select count(*)::int as n from email_body where subject = ${title}`,
+      ),
+    );
+    expect(row?.n).toBe(2);
+  });
+
   describe('digests', () => {
     it('one digest per window listing the notifications still unread, newest first', async () => {
       const u = await createVerifiedUser(app, env.smtp);
