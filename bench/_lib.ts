@@ -2,6 +2,8 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CLUSTER_ORIGIN } from '@herald/server/testkit';
 
 const argv = process.argv.slice(2);
@@ -154,8 +156,25 @@ export function machineLoad(): string {
 }
 
 /** console.table with the machine's load on the line above it (every benchmark prints its tables this way). */
+/**
+ * The server code a benchmark measures: the workspace `@herald/server` resolves to (the testkit starts that
+ * folder's `src/server.ts`) and its commit. A second worktree for an A/B pair must link `@herald/server` to its own
+ * `server/` (scripts/bench-worktree.sh): with the first tree's node_modules linked in whole, it measured the first
+ * tree's code.
+ */
+export function serverUnderTest(): string {
+  const dir = path.resolve(path.dirname(fileURLToPath(import.meta.resolve('@herald/server/testkit'))), '../..');
+  try {
+    const rev = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--', '.'], { encoding: 'utf8' }).trim();
+    return `server code: ${dir} at ${rev}${dirty ? ' with uncommitted changes' : ''}`;
+  } catch {
+    return `server code: ${dir}`;
+  }
+}
+
 export function printTable(rows: unknown[] | Record<string, unknown>, title?: string): void {
   if (title) console.log(title);
-  console.log(machineLoad());
+  console.log(`${machineLoad()}; ${serverUnderTest()}`);
   console.table(rows);
 }
