@@ -17,6 +17,18 @@ export function installConnectionLimits(
   opts: { maxPerIp: number; logger: Logger; trustedProxy?: (address: string) => boolean },
 ): ConnectionLimits {
   const open = new Map<string, number>();
+  // The address each counted connection was counted under, for its release: one shared close listener then
+  // serves every connection, where a `once` wrapper around a closure per connection kept ~230 B for as long as
+  // the connection lives (hours for an SSE stream; docs/performance.md "Idle SSE memory").
+  const counted = new Map<Socket, string>();
+  function release(this: Socket) {
+    const address = counted.get(this);
+    if (address === undefined) return;
+    counted.delete(this);
+    const left = (open.get(address) ?? 1) - 1;
+    if (left <= 0) open.delete(address);
+    else open.set(address, left);
+  }
   // Refusals are logged at most once per address per interval, so a flood cannot flood the log too.
   const lastLogged = new Map<string, number>();
   if (opts.maxPerIp > 0) {
@@ -39,11 +51,8 @@ export function installConnectionLimits(
         return;
       }
       open.set(address, count + 1);
-      socket.once('close', () => {
-        const left = (open.get(address) ?? 1) - 1;
-        if (left <= 0) open.delete(address);
-        else open.set(address, left);
-      });
+      counted.set(socket, address);
+      socket.on('close', release);
     });
   }
   return { openFrom: (address) => open.get(address) ?? 0 };

@@ -4,6 +4,7 @@
 // may release what they hold, e.g. an idempotency claim) and they are answered 503 UNAVAILABLE, so no request is
 // reset mid-response and nothing runs on after the pools close. SSE streams (hijacked replies) and WebSocket
 // upgrades are not requests in this sense: the shutdown phases after the drain end them.
+import type { ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from '../infra/logger.js';
@@ -44,7 +45,8 @@ const FRESH_CONNECTION_WAIT_MS = 1_000;
 const CUT_SHORT_MESSAGE = 'The server is shutting down; retry the request (on another instance)';
 
 export function installRequestDrain(app: FastifyInstance, options: DrainOptions): RequestDrain {
-  const inFlight = new Set<FastifyReply>();
+  // By response: the shared close listener below finds its reply from the response it fires on.
+  const inFlight = new Map<ServerResponse, FastifyReply>();
   // Connections accepted whose first request has not started yet: the client has (almost certainly) sent it, so
   // the drain waits for them too rather than closing them under that request.
   const fresh = new Set<Socket>();
@@ -56,32 +58,40 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
   let idle: (() => void) | undefined;
 
   // A reply taken over by its route (an SSE stream) is long-lived by design: the drain does not wait for it.
-  const pending = () => [...inFlight].filter((reply) => !(reply.sent && !reply.raw.writableEnded));
+  const pending = () => [...inFlight.values()].filter((reply) => !(reply.sent && !reply.raw.writableEnded));
   // A client may also open a connection and send nothing (a browser's preconnect): such connections are waited
   // for only briefly.
   let freshUntil = Number.POSITIVE_INFINITY;
   const settled = () => pending().length === 0 && (fresh.size === 0 || Date.now() >= freshUntil);
 
+  // One listener function each, shared by every socket and response (EventEmitter calls it with the emitter as
+  // `this`), rather than a `once` wrapper around a new closure per connection and per request: an SSE stream
+  // keeps its socket and response for hours, and each such pair is ~230 B (docs/performance.md "Idle SSE
+  // memory"). A second 'close' would only find nothing left to delete.
+  function onFreshClose(this: Socket) {
+    fresh.delete(this);
+    if (idle && settled()) idle();
+  }
+  const notFresh = (socket: Socket) => {
+    if (fresh.delete(socket)) socket.removeListener('close', onFreshClose);
+  };
+  // 'close' fires once the response is fully written or the connection went away, whichever comes first.
+  function onResponseClose(this: ServerResponse) {
+    inFlight.delete(this);
+    if (idle && settled()) idle();
+  }
+
   app.server.on('connection', (socket: Socket) => {
     fresh.add(socket);
-    socket.once('close', () => {
-      fresh.delete(socket);
-      if (idle && settled()) idle();
-    });
+    socket.on('close', onFreshClose);
   });
   // A WebSocket upgrade is not a request of this drain (the shutdown phases after it close chat sockets).
-  app.server.prependListener('upgrade', (_req, socket: Socket) => {
-    fresh.delete(socket);
-  });
+  app.server.prependListener('upgrade', (_req, socket: Socket) => notFresh(socket));
 
   app.addHook('onRequest', (request, reply, done) => {
-    fresh.delete(request.raw.socket);
-    inFlight.add(reply);
-    // 'close' fires once the response is fully written or the connection went away, whichever comes first.
-    reply.raw.once('close', () => {
-      inFlight.delete(reply);
-      if (idle && settled()) idle();
-    });
+    notFresh(request.raw.socket);
+    inFlight.set(reply.raw, reply);
+    reply.raw.on('close', onResponseClose);
     done();
   });
 

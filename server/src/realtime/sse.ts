@@ -58,20 +58,18 @@ const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'content-enco
 
 /**
  * A stream holds its request and response objects for hours, so what they keep matters (measured with
- * `npm run bench -- memory`, docs/performance.md "Memory per connection"; a heap snapshot diff per stream showed
- * these as the largest avoidable parts):
- * - Node keeps the response head it sent as `_header`, built by concatenating each header line: a tree of ~80
- *   cons-strings (~2.5 KiB per stream with helmet's headers). A flat copy of the same bytes keeps ~1 KiB.
- * - Node also keeps the headers it sent in a null-prototype dictionary (`kOutHeaders`, ~830 B with 18 headers)
- *   for `getHeader`, which nothing calls once the head is out: it is dropped.
+ * `npm run bench -- memory`, docs/performance.md "Idle SSE memory"; a heap snapshot diff per stream showed these
+ * as the largest avoidable parts):
+ * - Node keeps the headers it sent in a null-prototype dictionary (`kOutHeaders`, ~830 B with 18 headers) for
+ *   `getHeader`, which nothing calls once the head is out: it is dropped.
  * - The request's parsed headers (a dictionary, larger still once a key is deleted) and `rawHeaders` (the Cookie
  *   header among them: a session cookie plus whatever else the site sets, often kilobytes) are not needed once
  *   the session was checked and the head written: both are replaced, keeping only the headers the access log
  *   reads.
+ * - The response head itself (`_header`) is dropped once it went out: see dropSentHead.
  */
 function compactHeadState(raw: ServerResponse): void {
-  const res = raw as ServerResponse & { _header?: unknown } & Record<symbol, unknown>;
-  if (typeof res._header === 'string') res._header = Buffer.from(res._header, 'latin1').toString('latin1');
+  const res = raw as ServerResponse & Record<symbol, unknown>;
   const outHeaders = Object.getOwnPropertySymbols(res).find((s) => s.description === 'kOutHeaders');
   if (outHeaders !== undefined) res[outHeaders] = null;
   const req = raw.req;
@@ -88,12 +86,38 @@ function compactHeadState(raw: ServerResponse): void {
 }
 
 /**
+ * What an open stream's response keeps as its head once the head was sent: one string shared by every stream.
+ * Node reads `_header` after the head went out only for its truth (`headersSent`, and the "headers already
+ * sent" checks of writeHead/setHeader/end); the bytes themselves are used once, by the write that sends them.
+ */
+const SENT_HEAD = 'HTTP/1.1 200 OK\r\n\r\n';
+
+/**
+ * Node keeps the response head it sent (`_header`, ~730 B per stream with helmet's headers, after flattening)
+ * for as long as the response lives: hours for a stream. Once the first write has sent it (`_headerSent`), it
+ * is replaced with the shared SENT_HEAD, which keeps every check that reads it truthy. `_header` and
+ * `_headerSent` are Node internals: when they are not the plain own properties this expects (another Node, an
+ * HTTP/2 compatibility response whose `_header` is a getter), the head is only flattened, as before: a tree of
+ * ~80 concatenated strings (~2.5 KiB) becomes one copy of the same bytes (~730 B).
+ */
+function dropSentHead(raw: ServerResponse): void {
+  const res = raw as ServerResponse & { _header?: unknown; _headerSent?: unknown };
+  if (!Object.hasOwn(res, '_header') || typeof res._header !== 'string') return;
+  res._header = res._headerSent === true ? SENT_HEAD : Buffer.from(res._header, 'latin1').toString('latin1');
+}
+
+/**
  * One open stream. A class rather than an object of closures: thousands of streams share the methods, and each
  * keeps only the response, the bound and its cleanup handlers (see compactHeadState for the rest).
  */
 class RawSseConnection implements SseConnection {
   #closed = false;
-  #handlers: Array<() => void> | null = null;
+  /**
+   * The cleanup handlers: a stream normally has one (the hub's registry), kept as the function itself. An array
+   * only from the second on, copied at its exact length: a pushed-to array reserves 17 slots (~180 B per
+   * stream, held for hours).
+   */
+  #handlers: (() => void) | ReadonlyArray<() => void> | null = null;
   readonly #raw: ServerResponse;
   readonly #maxBufferedBytes: number;
 
@@ -139,18 +163,19 @@ class RawSseConnection implements SseConnection {
       handler();
       return;
     }
-    this.#handlers ??= [];
-    this.#handlers.push(handler);
+    const h = this.#handlers;
+    this.#handlers = h === null ? handler : typeof h === 'function' ? [h, handler] : [...h, handler];
   }
 
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
-    const handlers = this.#handlers ?? [];
+    const h = this.#handlers;
     this.#handlers = null;
-    for (const h of handlers) {
+    const handlers = h === null ? [] : typeof h === 'function' ? [h] : h;
+    for (const handler of handlers) {
       try {
-        h();
+        handler();
       } catch {
         // A cleanup handler failing must not prevent the others from running.
       }
@@ -178,5 +203,6 @@ export function openSse(raw: ServerResponse, options: OpenSseOptions): SseConnec
   const conn = new RawSseConnection(raw, options.maxBufferedBytes);
   // A comment line first: some proxies hold the head until the first body bytes arrive.
   conn.write(`retry: ${options.retryMs ?? 3000}\n: stream open\n\n`);
+  dropSentHead(raw);
   return conn;
 }
