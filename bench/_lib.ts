@@ -163,10 +163,15 @@ export function machineLoad(): string {
  * tree's code.
  */
 export function serverUnderTest(): string {
-  const dir = path.resolve(path.dirname(fileURLToPath(import.meta.resolve('@herald/server/testkit'))), '../..');
+  const dir = path.resolve(
+    path.dirname(fileURLToPath(import.meta.resolve('@herald/server/testkit'))),
+    '../..',
+  );
   try {
     const rev = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--', '.'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--', '.'], {
+      encoding: 'utf8',
+    }).trim();
     return `server code: ${dir} at ${rev}${dirty ? ' with uncommitted changes' : ''}`;
   } catch {
     return `server code: ${dir}`;
