@@ -43,8 +43,8 @@ export interface TemplateRecipient {
   fillHtml: string;
 }
 
-/** A claimed row as stored: a shared-body row carries its body's columns (b_*) and its fills. */
-interface StoredRow {
+/** The columns of a claimed row that become the email sent. */
+interface RowEmail {
   id: string;
   to_address: string;
   subject: string;
@@ -52,6 +52,10 @@ interface StoredRow {
   html_body: string;
   attempts: string | number;
   dedupe_key: string | null;
+}
+
+/** A claimed row as stored: a shared-body row carries its body's columns (b_*) and its fills. */
+interface StoredRow extends RowEmail {
   headers: Record<string, string> | string | null;
   body_id: string | number | null;
   fill_text: string | null;
@@ -64,14 +68,7 @@ interface StoredRow {
 }
 
 /** A claimed row with its body resolved: the email as it is sent. */
-interface ClaimedRow {
-  id: string;
-  to_address: string;
-  subject: string;
-  text_body: string;
-  html_body: string;
-  attempts: string | number;
-  dedupe_key: string | null;
+interface ClaimedRow extends RowEmail {
   headers: Record<string, string> | null;
   /** A shared-body row whose body is gone: it cannot be sent (a failed attempt). */
   missingBody: boolean;
