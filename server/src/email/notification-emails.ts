@@ -1,6 +1,6 @@
 // Owns turning one notification into emails: recipients who chose a digest get a digest entry scheduled (in one
-// statement per batch), the others one email each, rendered once per locale with their own unsubscribe link
-// spliced in by the outbox's multi-row insert.
+// statement per batch), the others one email each: rendered once per locale and stored once (email_body), each
+// recipient's own unsubscribe link spliced in when the outbox sends it.
 import type { EmailOutbox, TemplateRecipient } from '../infra/email-outbox.js';
 import { escapeHtml } from '../infra/mailer.js';
 import type { NotificationEmails } from '../notifications/delivery.js';
@@ -29,8 +29,8 @@ export function createNotificationEmails(deps: {
       if (digested.length > 0) await deps.digests.schedule(digested);
       if (immediate.length === 0) return;
 
-      // Rendered once per locale with a placeholder for the unsubscribe link; the outbox splices each recipient's
-      // own link in (enqueueForRecipients), so the body is not copied per recipient here.
+      // Rendered once per locale with a placeholder for the unsubscribe link and queued with enqueueForRecipients:
+      // the outbox stores the body once per chunk and splices each recipient's own link in when it sends.
       const byLocale = new Map<ShippedLocale, { base: RenderedEmail; recipients: TemplateRecipient[] }>();
       for (const r of immediate) {
         const locale = deps.renderer.localeOf(r.locale);
