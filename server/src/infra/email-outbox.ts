@@ -58,6 +58,7 @@ interface RowEmail {
 interface StoredRow extends RowEmail {
   headers: Record<string, string> | string | null;
   body_id: string | number | null;
+  recipient: string | null;
   fill_text: string | null;
   fill_html: string | null;
   b_subject: string | null;
@@ -91,13 +92,14 @@ function resolveClaimedRow(row: StoredRow): ClaimedRow {
     };
   }
   const { b_subject: subject, b_text: text, b_html: html, b_placeholder: ph } = row;
-  if (subject === null || text === null || html === null || ph === null) {
+  if (subject === null || text === null || html === null || ph === null || !row.recipient) {
     return { ...base, subject: '', text_body: '', html_body: '', headers: null, missingBody: true };
   }
   const fillText = row.fill_text ?? '';
   const headers = parseHeaders(row.b_headers);
   return {
     ...base,
+    to_address: row.recipient,
     subject,
     text_body: text.replaceAll(ph, fillText),
     html_body: html.replaceAll(ph, row.fill_html ?? ''),
@@ -176,9 +178,9 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
           update email_outbox set attempts = attempts + 1, locked_until = ${inMs(leaseMs)}
           where id in (${dueOutboxRows(batchSize)})
           returning id, to_address, subject, text_body, html_body, attempts, dedupe_key, headers, body_id,
-                    fill_text, fill_html)
+                    recipient, fill_text, fill_html)
         select c.id::text as id, c.to_address, c.subject, c.text_body, c.html_body, c.attempts, c.dedupe_key,
-               c.headers, c.body_id, c.fill_text, c.fill_html, b.subject as b_subject, b.text_body as b_text,
+               c.headers, c.body_id, c.recipient, c.fill_text, c.fill_html, b.subject as b_subject, b.text_body as b_text,
                b.html_body as b_html, b.headers as b_headers, b.placeholder as b_placeholder
         from claimed c left join email_body b on b.id = c.body_id`),
     ).map(resolveClaimedRow);
@@ -316,8 +318,8 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
     },
     /**
      * Queues one email to many recipients, each with their own fills (an unsubscribe link), in one statement: the
-     * body is stored once (email_body) and each recipient's row holds only its address and fills, spliced in when
-     * the row is claimed. A dedupe key already queued is ignored (a body no row took goes with housekeeping).
+     * body is stored once (email_body) and each recipient's row holds only its address (`recipient`; `to_address`
+     * stays empty, see the schema) and fills, spliced in when the row is claimed. A dedupe key already queued is ignored (a body no row took goes with housekeeping).
      * Returns how many were new.
      */
     async enqueueForRecipients(email: TemplateEmail, recipients: TemplateRecipient[]): Promise<number> {
@@ -330,9 +332,9 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
                 values (${email.subject}, ${email.text}, ${email.html},
                         ${email.headers ? JSON.stringify(email.headers) : null}::jsonb, ${email.placeholder})
                 returning id)
-              insert into email_outbox (dedupe_key, to_address, subject, text_body, html_body, body_id, fill_text,
-                                        fill_html)
-              select k, t, '', '', '', (select id from body), ft, fh
+              insert into email_outbox (dedupe_key, to_address, recipient, subject, text_body, html_body, body_id,
+                                        fill_text, fill_html)
+              select k, '', t, '', '', '', (select id from body), ft, fh
               from unnest(${column((r) => r.dedupeKey)}, ${column((r) => r.to)}, ${column((r) => r.fillText)},
                           ${column((r) => r.fillHtml)}) as x(k, t, ft, fh)
               on conflict (dedupe_key) do nothing returning id::text as id`,

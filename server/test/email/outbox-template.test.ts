@@ -63,14 +63,28 @@ describe('email outbox: one body for many recipients', () => {
     expect(await outbox.enqueue(rendered)).toBe(fills.length);
 
     // Stored once: the rows hold no body of their own, and they all point at one body row.
-    const stored = rowsOf<{ body_id: string | null; html_body: string; text_body: string }>(
-      await db().execute(sql`select body_id::text as body_id, html_body, text_body from email_outbox
-        where dedupe_key like ${`tmpl:${stamp}:a%`}`),
+    const stored = rowsOf<{
+      body_id: string | null;
+      html_body: string;
+      text_body: string;
+      to_address: string;
+      recipient: string;
+    }>(
+      await db().execute(sql`select body_id::text as body_id, html_body, text_body, to_address, recipient
+        from email_outbox where dedupe_key like ${`tmpl:${stamp}:a%`} order by dedupe_key`),
     );
     expect(stored).toHaveLength(fills.length);
     expect(new Set(stored.map((r) => r.body_id)).size).toBe(1);
     expect(stored[0]?.body_id).not.toBeNull();
-    for (const r of stored) expect([r.html_body, r.text_body]).toEqual(['', '']);
+    for (const [i, r] of stored.entries()) {
+      expect([r.html_body, r.text_body, r.to_address]).toEqual(['', '', '']);
+      expect(r.recipient).toBe(recipients[i]?.to);
+    }
+    // The row's own columns name no recipient, so a version before email_body claiming it in a rolling upgrade
+    // fails that attempt (the row is retried) instead of sending an empty email: the mailer refuses it.
+    await expect(
+      app.ctx.mailer.send({ to: stored[0]?.to_address ?? '', subject: '', text: '', html: '' }),
+    ).rejects.toThrow();
 
     const sent = async (side: 'a' | 'b', i: number) => {
       const m = await env.smtp.waitFor((x) => x.to.includes(`${side}${i}.${stamp}@example.test`));

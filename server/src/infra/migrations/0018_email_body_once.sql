@@ -9,6 +9,7 @@ CREATE TABLE "email_body" (
 );
 --> statement-breakpoint
 ALTER TABLE "email_outbox" ADD COLUMN "body_id" bigint;--> statement-breakpoint
+ALTER TABLE "email_outbox" ADD COLUMN "recipient" text;--> statement-breakpoint
 ALTER TABLE "email_outbox" ADD COLUMN "fill_text" text;--> statement-breakpoint
 ALTER TABLE "email_outbox" ADD COLUMN "fill_html" text;--> statement-breakpoint
 CREATE INDEX "email_outbox_body_idx" ON "email_outbox" USING btree ("body_id") WHERE "email_outbox"."body_id" is not null;

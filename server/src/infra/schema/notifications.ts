@@ -163,6 +163,10 @@ export const emailOutbox = pgTable(
     // placeholder replaced by fill_text (text and headers) and fill_html (html, already escaped). No foreign key:
     // its check would cost a lookup per queued row; the claim treats a missing body as a failed attempt.
     bodyId: bigint('body_id', { mode: 'number' }),
+    // Such a row's address; its to_address stays empty, so an instance of a version before email_body that
+    // claims it during a rolling upgrade cannot send it (no recipient: a failed attempt, retried) instead of
+    // sending an empty email.
+    recipient: text('recipient'),
     fillText: text('fill_text'),
     fillHtml: text('fill_html'),
   },
