@@ -9,7 +9,8 @@ import {
   type FeedOptions,
   type LockManagerLike,
 } from './feed.js';
-import { createHttp, type FetchLike, normaliseBaseURL } from './http.js';
+import { createHttp, normaliseBaseURL } from './http.js';
+import { signOutAfterInFlight } from './in-flight.js';
 import { createNotificationCalls, type NotificationsApi } from './notifications.js';
 import { checkOrigin, type OriginCheck, originRefusedMessage } from './origin.js';
 import { createPushApi } from './push.js';
@@ -156,7 +157,10 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
       `createHeraldClient: baseURL must be an http(s) URL${baseURL ? '' : " ('' means the page's origin, and there is no page here)"}`,
     );
   }
-  const fetchImpl: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const fetchImpl = signOutAfterInFlight(
+    options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    `${absoluteBase}/auth/sign-out`,
+  );
   const http = createHttp(baseURL, fetchImpl);
   const env = options.environment ?? browserEnvironment();
   const inPage = g.document !== undefined;

@@ -47,7 +47,10 @@ const suffix = Math.random().toString(36).slice(2, 8);
 const adminEmail = `admin-${suffix}@example.test`;
 const people: Person[] = [];
 
-function makeClient(): Omit<Person, 'email' | 'password' | 'id'> {
+/** `wrap` sits between the SDK and the cookie jar (a test holds some requests back with it). */
+function makeClient(
+  wrap: (f: typeof fetch) => typeof fetch = (f) => f,
+): Omit<Person, 'email' | 'password' | 'id'> {
   const jar = cookieJar();
   const env = new FakeEnvironment();
   const openSocket = (url: string) =>
@@ -56,7 +59,7 @@ function makeClient(): Omit<Person, 'email' | 'password' | 'id'> {
     }) as unknown as WebSocketLike;
   const client = createHeraldClient({
     baseURL: cluster.url(0),
-    fetch: jar.fetch,
+    fetch: wrap(jar.fetch),
     WebSocket: openSocket,
     locks: null,
     BroadcastChannel: null,
@@ -68,8 +71,8 @@ function makeClient(): Omit<Person, 'email' | 'password' | 'id'> {
 }
 
 /** Sign-up → verification email → verify → sign-in, all through client.auth. */
-async function signUp(email: string): Promise<Person> {
-  const { client, jar, env } = makeClient();
+async function signUp(email: string, wrap?: (f: typeof fetch) => typeof fetch): Promise<Person> {
+  const { client, jar, env } = makeClient(wrap);
   const password = 'correct horse battery';
   const up = await client.auth.signUp.email({ email, password, name: email.split('@')[0] ?? 'x' });
   expect(up.error).toBeNull();
@@ -351,6 +354,50 @@ describe('SDK against a real Herald', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it('sign-out waits for a request already sent, which is answered for the session it was sent under', async () => {
+    // A list request leaves the SDK but is held back before it reaches the server; the sign-out starts meanwhile.
+    // Were the sign-out sent at once, the list would reach the server after the session is gone and get a 401.
+    let hold: Promise<void> | null = null;
+    const order: string[] = [];
+    const person = await signUp(`waiter-${suffix}@example.test`, (f) => async (input, init) => {
+      const path = new URL(String(input instanceof Request ? input.url : input)).pathname;
+      if (path === '/notification/list' && hold) await hold;
+      order.push(path);
+      return f(input, init);
+    });
+    let release = () => {};
+    hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const list = person.client.notifications.list({ limit: 5 });
+    const signedOut = person.client.auth.signOut();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(order).not.toContain('/auth/sign-out');
+    hold = null;
+    release();
+    await expect(list).resolves.toMatchObject({ notifications: [] });
+    expect((await signedOut).error).toBeNull();
+    expect(order.slice(-2)).toEqual(['/notification/list', '/auth/sign-out']);
+    await expect(person.client.notifications.list({ limit: 5 })).rejects.toMatchObject({ status: 401 });
+  });
+
+  it('sign-out does not wait long for a request that hangs', async () => {
+    let hang = false;
+    const person = await signUp(`hanger-${suffix}@example.test`, (f) => async (input, init) => {
+      const path = new URL(String(input instanceof Request ? input.url : input)).pathname;
+      if (path === '/notification/list' && hang) return new Promise<Response>(() => {});
+      return f(input, init);
+    });
+    hang = true;
+    void person.client.notifications.list({ limit: 5 });
+    const started = Date.now();
+    expect((await person.client.auth.signOut()).error).toBeNull();
+    // The wait is bounded (2 s); the request that never answers does not keep the user signed in.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
+    hang = false;
+    await expect(person.client.notifications.list({ limit: 5 })).rejects.toMatchObject({ status: 401 });
   });
 
   it('sign-out ends the feed (SESSION_REVOKED, no reconnect) and turns the chat socket into a guest', async () => {
