@@ -11,10 +11,18 @@ export interface ScaleSeed {
 
 /**
  * `users` other users ('b1'…) and `rows` notifications interleaved over all of them, as real traffic writes
- * them; the measured user `me` gets 1,000 of their own among them (the retention bound per user). Ends with
- * VACUUM ANALYZE, the state autovacuum keeps a steady table in.
+ * them; each measured user (`me`, one or several) gets 1,000 of their own among them (the retention bound per
+ * user). Ends with VACUUM ANALYZE, the state autovacuum keeps a steady table in.
  */
-export async function seedAtScale(url: string, me: string, { rows, users }: ScaleSeed): Promise<void> {
+export async function seedAtScale(
+  url: string,
+  me: string | string[],
+  { rows, users }: ScaleSeed,
+): Promise<void> {
+  const measured = typeof me === 'string' ? [me] : me;
+  const step = Math.floor(rows / (1000 * measured.length));
+  if (step < 2)
+    throw new Error(`${rows} rows cannot hold 1,000 for each of ${measured.length} measured users`);
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
@@ -24,12 +32,13 @@ export async function seedAtScale(url: string, me: string, { rows, users }: Scal
     );
     await c.query(
       `insert into notification (user_id, type, title, content, read, created_at, updated_at)
-       select case when g % ${Math.floor(rows / 1000)} = 0 then $1 else 'b' || (1 + g % ${users}) end,
+       select case when g % ${step} = 0 then ($1::text[])[1 + (g / ${step}) % ${measured.length}]
+                   else 'b' || (1 + g % ${users}) end,
               (array['info','success','warning','error','system'])[1 + g % 5],
               'Notification ' || g, 'Body of notification ' || g || ': ' || md5(g::text), g % 3 = 0,
               now() - g * interval '1 second', now() - g * interval '1 second'
        from generate_series(1, ${rows}) g`,
-      [me],
+      [measured],
     );
     await c.query('vacuum analyze notification');
   } finally {

@@ -5,7 +5,9 @@
 // with the reference's 0.71–0.97k req/s. Prints req/s, p50/p99 and the CPU per request of Herald and of PostgreSQL.
 //
 // Usage: npm run bench -- list-scale [--rows 500000] [--users 5000] [--rounds 2] [--duration 8] [--warmup 3]
-//        [--connections 100]
+//        [--connections 100] [--signed-in 1]
+//        --signed-in N: N signed-in users, each holding 1,000 rows, the requests spread round-robin over them (with
+//            one user every page in flight is the same one; with 100, nearly every page is another user's)
 //        npm run bench -- list-scale --profile [--path '/notification/list?limit=20&page=2']   # that path alone
 //            under --cpu-prof: top self-time functions and packages (bench/_profile.ts)
 import autocannon from 'autocannon';
@@ -29,6 +31,7 @@ const rounds = numberArg('rounds', 2);
 const duration = numberArg('duration', 8);
 const warmup = numberArg('warmup', 3);
 const connections = numberArg('connections', 100);
+const signedIn = numberArg('signed-in', 1);
 const profile = flagArg('profile');
 const profilePath = stringArg('path', '/notification/list?limit=20&page=2');
 /** The reference's uncached page 2 in the issue's side-by-side runs (req/s, low and high). */
@@ -51,11 +54,28 @@ interface Load {
   pgUs: number;
 }
 
-async function load(url: string, cookie: string, seconds: number): Promise<Load> {
+async function load(url: string, cookies: string[], seconds: number): Promise<Load> {
   const port = Number(new URL(url).port);
   const herald0 = cpuSecondsOfPort(port);
   const pg0 = cpuSecondsOfProcesses('postgres');
-  const r = await autocannon({ url, headers: { cookie }, connections, duration: seconds });
+  const { pathname, search } = new URL(url);
+  let next = 0;
+  const r = await autocannon({
+    url,
+    connections,
+    duration: seconds,
+    // Each request as the next user in turn.
+    requests: [
+      {
+        method: 'GET',
+        path: pathname + search,
+        setupRequest: (req) => ({
+          ...req,
+          headers: { ...req.headers, cookie: cookies[next++ % cookies.length] },
+        }),
+      },
+    ],
+  });
   const per = (s: number) => Math.round((s * 1e6) / Math.max(1, r.requests.total));
   return {
     rps: Math.round(r['2xx'] / r.duration),
@@ -76,9 +96,17 @@ async function main() {
       ...(profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], name: 'herald-prof' } : {}),
     });
     try {
-      const user = await createUser(herald.url, stack.smtp, 'list');
+      const users = [];
+      for (let i = 0; i < signedIn; i++) users.push(await createUser(herald.url, stack.smtp, 'list'));
+      const [user] = users;
+      if (!user) throw new Error('--signed-in must be at least 1');
+      const cookies = users.map((u) => u.cookie);
       const t0 = Date.now();
-      await seedAtScale(stack.db.url, user.id, { rows: ROWS, users: USERS });
+      await seedAtScale(
+        stack.db.url,
+        users.map((u) => u.id),
+        { rows: ROWS, users: USERS },
+      );
       console.log(
         `seeded ${ROWS.toLocaleString('en')} rows over ${USERS.toLocaleString('en')} users in ${Math.round((Date.now() - t0) / 1000)} s; Herald pid ${herald.pid} (log ${herald.logFile})`,
       );
@@ -95,19 +123,19 @@ async function main() {
       }
       if (profile) {
         const url = herald.url + profilePath;
-        await load(url, user.cookie, warmup);
+        await load(url, cookies, warmup);
         await profileLoad(herald, profileDir, async () => {
-          const r = await load(url, user.cookie, duration);
+          const r = await load(url, cookies, duration);
           return `${profilePath}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${machineLoad()})`;
         });
         return;
       }
-      for (const p of PATHS) await load(herald.url + p.path, user.cookie, warmup);
+      for (const p of PATHS) await load(herald.url + p.path, cookies, warmup);
       for (let round = 1; round <= rounds; round++) {
         const before = machineLoad();
         const rows = [];
         for (const p of PATHS) {
-          const r = await load(herald.url + p.path, user.cookie, duration);
+          const r = await load(herald.url + p.path, cookies, duration);
           rows.push({
             load: p.name,
             'req/s': r.rps,
@@ -118,7 +146,9 @@ async function main() {
             'non-2xx/err': r.bad,
           });
         }
-        console.log(`\nround ${round}/${rounds}: ${connections} connections, ${duration} s per load`);
+        console.log(
+          `\nround ${round}/${rounds}: ${connections} connections over ${signedIn} signed-in user(s), ${duration} s per load`,
+        );
         console.log(`before: ${before}`);
         printTable(rows, 'after:');
         const page2 = rows[0]?.['req/s'] ?? 0;
