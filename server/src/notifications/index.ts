@@ -60,7 +60,11 @@ export interface NotificationsFeature {
 export function registerNotifications(app: FastifyInstance, deps: NotificationsDeps): NotificationsFeature {
   const { config, database, store, realtime, lifecycle, revocation, events } = deps;
   const logger = deps.logger.child({ feature: 'notifications' });
-  const repo = createNotificationRepository(database.db, events);
+  // List statements in flight per executor before pages queue and share one (page-batch.ts): a few, and always
+  // a connection left for the writes on a small pool.
+  const repo = createNotificationRepository(database.db, events, {
+    listStatementsInFlight: Math.max(1, Math.min(4, config.DATABASE_POOL_SIZE - 1)),
+  });
   const reads = database.reads;
   const unread = createUnreadCache({
     store,

@@ -7,7 +7,9 @@ import type { EventOutbox } from '../events/outbox.js';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import { preparedRows } from '../infra/prepared-statements.js';
 import { notification, notificationCursor } from '../infra/schema/index.js';
+import { createListPages, type ListPagesOptions } from './list-pages.js';
 
+export { likePattern } from './list-pages.js';
 export * from './rows.js';
 
 import { createEventLog, PAIRED_UNREAD_COUNT } from './event-log.js';
@@ -16,18 +18,12 @@ import {
   iso,
   type LogEntry,
   type LoggedEventKind,
+  NOTIFICATION_COLUMNS,
   type NotificationRow,
   type SeqEvent,
-  type StoredNotification,
   toNotification,
 } from './rows.js';
-import {
-  type Counts,
-  type ListQuery,
-  NOTIFICATION_TYPES,
-  type Notification,
-  type NotificationType,
-} from './schemas.js';
+import { type Counts, NOTIFICATION_TYPES, type Notification, type NotificationType } from './schemas.js';
 
 /** The notification columns as the builder selects and returns them. */
 const FIELDS = {
@@ -42,19 +38,11 @@ const FIELDS = {
   updated_at: notification.updatedAt,
 };
 
-const COLUMNS = sql.raw('id, user_id, type, title, content, metadata, read, created_at, updated_at');
-/** From this offset on, a list page reads its ids from the index first (page 50 of 1,000 rows: 1.17 → 0.51 ms of server CPU). */
-const DEFERRED_ROWS_FROM_OFFSET = 100;
 export interface CreatedNotification {
   notification: Notification;
   /** Seq of its new_notification event; unread_count_changed follows at seq + 1. */
   seq: number;
   unreadCount: number;
-}
-
-/** `%`, `_` and the escape character itself match literally inside the ILIKE pattern. */
-export function likePattern(term: string): string {
-  return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 export interface NewRowTemplate {
@@ -161,52 +149,21 @@ async function writeEvents(
   );
 }
 
-export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOutbox, 'write' | 'wants'>) {
+export type NotificationRepositoryOptions = ListPagesOptions;
+
+export function createNotificationRepository(
+  db: Db,
+  domainEvents?: Pick<EventOutbox, 'write' | 'wants'>,
+  options: NotificationRepositoryOptions = {},
+) {
   const _exec = async <T>(query: SQL) => rowsOf<T>(await db.execute(query));
+  const pages = createListPages(db, options);
 
   return {
     // The event log's reads (cursor, resume) and the preferences have their own modules; one repository for callers.
     ...createEventLog(db),
     ...createPreferencesRepository(db),
-    /** `via`: where to read (a replica chosen by the read router, docs/architecture.md "Read replicas"). */
-    async list(
-      userId: string,
-      q: ListQuery,
-      via: Executor = db,
-    ): Promise<{ rows: StoredNotification[]; totalCount: number }> {
-      const where: SQL[] = [sql`user_id = ${userId}`];
-      if (q.filter === 'read') where.push(sql`read = true`);
-      if (q.filter === 'unread') where.push(sql`read = false`);
-      if (q.type) where.push(sql`type = ${q.type}`);
-      if (q.search) {
-        const pattern = likePattern(q.search);
-        where.push(sql`(title ilike ${pattern} escape '\\' or content ilike ${pattern} escape '\\')`);
-      }
-      // Raw SQL: ILIKE … ESCAPE and the seq-free column list have no builder form.
-      const cond = sql.join(where, sql` and `);
-      const offset = (q.page - 1) * q.limit;
-      const order = sql`order by created_at desc, id desc limit ${q.limit} offset ${offset}`;
-      // Deep pages pick their ids from the index alone and then read only the page's rows: an ordinary scan
-      // would read every skipped row from the table (page 50 of 1,000 rows: 1,000 heap reads for 20 rows).
-      const pageRows =
-        offset >= DEFERRED_ROWS_FROM_OFFSET
-          ? sql`select ${COLUMNS} from notification where id in (select id from notification where ${cond} ${order})`
-          : sql`select ${COLUMNS} from notification where ${cond} ${order}`;
-      // Page and count in ONE statement (one pool connection, one round trip: under load the second round trip
-      // and pool checkout cost more than the count itself). Both parts use the (user_id, created_at desc, id desc)
-      // indexes (the partial one for unread); the count reads only the user's matching index entries. The count
-      // row is always there, so a page past the end still reports the total (its page columns are null). A named
-      // statement: planning it cost more than running it (infra/prepared-statements.ts).
-      const rows = await preparedRows<Partial<NotificationRow> & { total: number }>(
-        via,
-        sql`select c.total, p.* from (select count(*)::int as total from notification where ${cond}) c
-            left join lateral (${pageRows}) p on true
-            order by p.created_at desc, p.id desc`,
-      );
-      const totalCount = Number(rows[0]?.total ?? 0);
-      const page = rows.filter((r): r is NotificationRow & { total: number } => r.id != null);
-      return { rows: page.map(toNotification), totalCount };
-    },
+    ...pages,
 
     async counts(userId: string, via: Executor = db): Promise<Counts> {
       const perType = sql.join(
@@ -429,7 +386,7 @@ export function createNotificationRepository(db: Db, domainEvents?: Pick<EventOu
         // Raw SQL: `= any(text[])` for a whole batch in one parameter.
         existing = rowsOf<NotificationRow>(
           await db.execute(
-            sql`select ${COLUMNS} from notification
+            sql`select ${NOTIFICATION_COLUMNS} from notification
                   where source_key = ${sourceKey} and user_id = any(${textArray(rest)})`,
           ),
         ).map(toNotification);

@@ -53,6 +53,11 @@ export function toNotification(row: NotificationRow): Notification {
   };
 }
 
+/** The notification columns a page and the API object need, in a raw statement's select list. */
+export const NOTIFICATION_COLUMNS = sql.raw(
+  'id, user_id, type, title, content, metadata, read, created_at, updated_at',
+);
+
 export const N_COLUMNS = sql.raw(
   'n.id, n.user_id, n.type, n.title, n.content, n.metadata, n.read, n.created_at, n.updated_at',
 );

@@ -250,6 +250,28 @@ describe('query plans on a 300,000-row notification table', () => {
     }
   });
 
+  it('pages read together (one statement, page-batch.ts) read each user’s intended index, in its order', async () => {
+    const cases = [
+      { filter: 'all', intended: 'notification_user_created_desc_idx' },
+      { filter: 'unread', intended: 'notification_user_unread_desc_idx' },
+      { filter: 'all', type: 'warning', intended: 'notification_user_type_created_desc_idx' },
+    ] as const;
+    for (const { intended, ...q } of cases) {
+      const plans = await plansOf(() =>
+        Promise.all([HEAVY, 'u42', 'u7'].map((user) => repo.list(user, { page: 2, limit: 20, ...q }))),
+      );
+      // The three pages arrived in one turn of the event loop: one named statement read them all.
+      expect(captured.map((c) => [c.named, /unnest\(/.test(c.query)])).toEqual([[true, true]]);
+      expect(plans).toHaveLength(2);
+      for (const plan of plans) {
+        expectNoScanOfWholeTable(plan);
+        // One plan serves every user of the statement, the heavy one too: the order must come from the index.
+        expect(pageIndexes(plan)).toEqual([intended]);
+        expectOrderFromIndex(plan);
+      }
+    }
+  });
+
   it('a search walks the user’s own index range and filters it (no table-wide or trigram index)', async () => {
     // Search has no index of its own (migration 0016): retention bounds a user's rows, and their index range
     // filtered beat the trigram indexes for such a user. A plan over every user's rows would be the regression.
