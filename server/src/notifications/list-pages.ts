@@ -37,6 +37,9 @@ export function likePattern(term: string): string {
 export interface ListPagesOptions {
   /** List statements of one executor running at a time before pages queue (page-batch.ts); default 4. */
   listStatementsInFlight?: number;
+  /** Distinct pages one statement may carry; default 64. 0: no queue, every page its own statement at once (as
+   * before page-batch.ts; bench/list-statements.ts compares the two). */
+  listBatchMax?: number;
 }
 
 export function createListPages(db: Db, options: ListPagesOptions = {}) {
@@ -113,7 +116,7 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
 
   const pages = createPageBatcher<Executor, StoredNotification>({
     maxInFlight: options.listStatementsInFlight ?? DEFAULT_LIST_STATEMENTS_IN_FLIGHT,
-    maxBatch: LIST_BATCH_MAX,
+    maxBatch: options.listBatchMax ?? LIST_BATCH_MAX,
     one: (via, shape, key) => onePage(via, shapeFilter(shape), key),
     many: (via, shape, keys) => manyPages(via, shapeFilter(shape), shape.endsWith(':typed'), keys),
   });
@@ -130,7 +133,7 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
       via: Executor = db,
     ): Promise<{ rows: StoredNotification[]; totalCount: number }> {
       const offset = (q.page - 1) * q.limit;
-      if (q.search || offset >= DEFERRED_ROWS_FROM_OFFSET)
+      if (q.search || offset >= DEFERRED_ROWS_FROM_OFFSET || options.listBatchMax === 0)
         return onePage(via, q.filter, { userId, type: q.type, offset, limit: q.limit }, q.search);
       return pages.page(via, `${q.filter}:${q.type ? 'typed' : 'all'}`, {
         userId,

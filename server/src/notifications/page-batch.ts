@@ -1,8 +1,8 @@
 // Concurrent list pages share statements (issue 27 target 2). An uncached page is one statement, and on a busy
 // instance most of what it costs both Herald and PostgreSQL is the statement itself (a socket write and read on
-// each side, the protocol messages, the executor's start), not the 20 rows: with 100 pages in flight over
-// 100 users, one statement per page cost ~210–310 µs of Node CPU and ~270–320 µs of PostgreSQL CPU per page, one
-// statement for each group of pages waiting together ~140–160 µs and ~130–160 µs (docs/performance.md).
+// each side, the protocol messages, the executor's start), not the 20 rows: with 100 readers over 100 users, a
+// statement per page cost 292–344 µs of Node CPU and 473–490 µs of PostgreSQL CPU per page, one statement for each
+// group of pages waiting together 179–197 µs and 285–304 µs (bench/list-statements.ts, docs/performance.md).
 //
 // So pages wait in a queue per executor (the primary, or a replica) and shape (filter, type or not), and go out
 // together: at most `maxInFlight` statements per executor run at a time; while they run, new pages queue, and

@@ -222,6 +222,20 @@ describe('list pages read together (real PostgreSQL)', () => {
     }
     expect(together).toEqual(alone);
     expect(statements).toBeLessThan(queries.length / 2);
+
+    // listBatchMax 0 (the benchmark's "a statement per page"): the same answers, one statement each.
+    const unbatched = createNotificationRepository(db.database.db, undefined, { listBatchMax: 0 });
+    statements = 0;
+    pool.query = (...args: unknown[]) => {
+      statements++;
+      return original(...args);
+    };
+    try {
+      expect(await Promise.all(queries.map(([u, q]) => unbatched.list(u, q)))).toEqual(alone);
+    } finally {
+      pool.query = original;
+    }
+    expect(statements).toBe(queries.length);
     // The answers are real pages, not all empty.
     expect(alone.filter((r) => r.rows.length > 0).length).toBeGreaterThan(queries.length / 3);
     expect(alone.some((r) => r.totalCount === 130)).toBe(true);
