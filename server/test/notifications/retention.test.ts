@@ -122,12 +122,16 @@ describe('notification retention', () => {
       from unnest(array['done', 'failed', 'running']) s, unnest(array[1, 8]) a`);
     await db.execute(sql`
       insert into email_digest (user_id, window_start, window_end, status, next_attempt_at, created_at, finished_at)
-      select ${u.id}, now() - make_interval(days => a, secs => i), now(), s, now(),
+      select ${u.id}, now() - make_interval(days => a, secs => i), now(), s, now() + interval '1 day',
              now() - make_interval(days => a), now() - make_interval(days => a)
       from unnest(array['sent', 'empty', 'pending']) with ordinality as t(s, i), unnest(array[1, 8]) a`);
+    // The pending digests (and push deliveries below) are due tomorrow: this app's workers must not take them
+    // meanwhile (due now, the digest worker did: a composed digest with nothing to say is 'empty').
     await db.execute(sql`
-      insert into push_delivery (notification_id, subscription_id, user_id, push_service, status, created_at)
-      select gen_random_uuid(), gen_random_uuid(), ${u.id}, 'https://push.example', s, now() - make_interval(days => a)
+      insert into push_delivery (notification_id, subscription_id, user_id, push_service, status, created_at,
+                                 next_attempt_at)
+      select gen_random_uuid(), gen_random_uuid(), ${u.id}, 'https://push.example', s, now() - make_interval(days => a),
+             now() + interval '1 day'
       from unnest(array['sent', 'gone', 'pending']) s, unnest(array[1, 8]) a`);
     const result = await app.ctx.housekeeping.runOnce();
     expect(result).toMatchObject({
