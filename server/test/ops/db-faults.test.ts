@@ -98,7 +98,8 @@ describe('database connections killed under traffic (two real processes)', () =>
         const kind = (i + w) % 7;
         const [method, path, cookie, body] =
           kind === 0
-            ? (['GET', '/notification/list?limit=5', user.cookie] as const)
+            ? // Page 2 is never cached: it goes through the shared list statements (page-batch.ts).
+              (['GET', `/notification/list?limit=5${i % 2 ? '&page=2' : ''}`, user.cookie] as const)
             : kind === 1
               ? (['GET', '/notification/counts', user.cookie] as const)
               : kind === 2
