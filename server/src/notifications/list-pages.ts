@@ -23,9 +23,18 @@ const LIST_BATCH_MAX = 64;
 
 const filterConditions = (filter: ListQuery['filter']): SQL[] =>
   filter === 'read' ? [sql`read = true`] : filter === 'unread' ? [sql`read = false`] : [];
-/** The filter of a batch shape (`unread:typed` → `unread`). */
-const shapeFilter = (shape: string): ListQuery['filter'] =>
-  shape.slice(0, shape.indexOf(':')) as ListQuery['filter'];
+/** What pages must share to share a statement: its text. */
+interface Shape {
+  filter: ListQuery['filter'];
+  typed: boolean;
+  /** From DEFERRED_ROWS_FROM_OFFSET on: ids from the index first. */
+  deep: boolean;
+}
+const shapeKey = (s: Shape) => `${s.filter}:${s.typed ? 'typed' : 'all'}:${s.deep ? 'deep' : 'near'}`;
+const parseShape = (key: string): Shape => {
+  const [filter, typed, deep] = key.split(':');
+  return { filter: filter as ListQuery['filter'], typed: typed === 'typed', deep: deep === 'deep' };
+};
 /** int[] parameter in the same literal form as textArray (node-postgres and PGlite alike). */
 const intArray = (values: number[]): SQL => sql`${`{${values.join(',')}}`}::int[]`;
 
@@ -81,18 +90,21 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
   };
 
   /**
-   * Several users' pages of one shape in one statement: the same two parts as onePage's, laterally per page.
-   * `ord` numbers the pages as asked; a page with no rows still has its count row.
+   * Several users' pages of one shape in one statement: the same two parts as onePage's, laterally per page (deep
+   * pages in the same deferred form). `ord` numbers the pages as asked; a page with no rows still has its count row.
    */
   const manyPages = async (
     via: Executor,
-    filter: ListQuery['filter'],
-    typed: boolean,
+    { filter, typed, deep }: Shape,
     keys: PageKey[],
   ): Promise<PageResult<StoredNotification>[]> => {
     const where: SQL[] = [sql`user_id = b.uid`, ...filterConditions(filter)];
     if (typed) where.push(sql`type = b.typ`);
     const cond = sql.join(where, sql` and `);
+    const order = sql`order by created_at desc, id desc limit b.lim offset b.off`;
+    const pageRows = deep
+      ? sql`select ${NOTIFICATION_COLUMNS} from notification where id in (select id from notification where ${cond} ${order})`
+      : sql`select ${NOTIFICATION_COLUMNS} from notification where ${cond} ${order}`;
     const rows = await preparedRows<Partial<NotificationRow> & { ord: number; total: number }>(
       via,
       sql`select b.ord::int as ord, c.total, p.*
@@ -100,8 +112,7 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
                       ${intArray(keys.map((k) => k.limit))}, ${textArray(keys.map((k) => k.type ?? ''))})
                with ordinality as b(uid, off, lim, typ, ord)
           cross join lateral (select count(*)::int as total from notification where ${cond}) c
-          left join lateral (select ${NOTIFICATION_COLUMNS} from notification where ${cond}
-                             order by created_at desc, id desc limit b.lim offset b.off) p on true
+          left join lateral (${pageRows}) p on true
           order by b.ord, p.created_at desc, p.id desc`,
     );
     const results = keys.map((): PageResult<StoredNotification> => ({ rows: [], totalCount: 0 }));
@@ -117,15 +128,15 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
   const pages = createPageBatcher<Executor, StoredNotification>({
     maxInFlight: options.listStatementsInFlight ?? DEFAULT_LIST_STATEMENTS_IN_FLIGHT,
     maxBatch: options.listBatchMax ?? LIST_BATCH_MAX,
-    one: (via, shape, key) => onePage(via, shapeFilter(shape), key),
-    many: (via, shape, keys) => manyPages(via, shapeFilter(shape), shape.endsWith(':typed'), keys),
+    one: (via, shape, key) => onePage(via, parseShape(shape).filter, key),
+    many: (via, shape, keys) => manyPages(via, parseShape(shape), keys),
   });
 
   return {
     /**
      * One page of the user's list and the total it is out of. `via`: where to read (a replica chosen by the read
-     * router, docs/architecture.md "Read replicas"). Pages without a search and before the deferred-rows offset
-     * share statements with the pages requested at the same time (page-batch.ts).
+     * router, docs/architecture.md "Read replicas"). Pages without a search share statements with the pages of
+     * the same shape requested at the same time (page-batch.ts).
      */
     async list(
       userId: string,
@@ -133,9 +144,14 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
       via: Executor = db,
     ): Promise<{ rows: StoredNotification[]; totalCount: number }> {
       const offset = (q.page - 1) * q.limit;
-      if (q.search || offset >= DEFERRED_ROWS_FROM_OFFSET || options.listBatchMax === 0)
+      if (q.search || options.listBatchMax === 0)
         return onePage(via, q.filter, { userId, type: q.type, offset, limit: q.limit }, q.search);
-      return pages.page(via, `${q.filter}:${q.type ? 'typed' : 'all'}`, {
+      const shape: Shape = {
+        filter: q.filter,
+        typed: Boolean(q.type),
+        deep: offset >= DEFERRED_ROWS_FROM_OFFSET,
+      };
+      return pages.page(via, shapeKey(shape), {
         userId,
         type: q.type ?? null,
         offset,

@@ -250,15 +250,17 @@ describe('query plans on a 300,000-row notification table', () => {
     }
   });
 
-  it('pages read together (one statement, page-batch.ts) read each user’s intended index, in its order', async () => {
+  it('pages read together (one statement, page-batch.ts), deep ones too, read each user’s intended index, in its order', async () => {
     const cases = [
-      { filter: 'all', intended: 'notification_user_created_desc_idx' },
-      { filter: 'unread', intended: 'notification_user_unread_desc_idx' },
-      { filter: 'all', type: 'warning', intended: 'notification_user_type_created_desc_idx' },
+      { filter: 'all', page: 2, intended: 'notification_user_created_desc_idx' },
+      { filter: 'unread', page: 2, intended: 'notification_user_unread_desc_idx' },
+      { filter: 'all', page: 2, type: 'warning', intended: 'notification_user_type_created_desc_idx' },
+      // Deep pages: the ids from the index first (the deferred form), then the page's rows by key.
+      { filter: 'all', page: 50, intended: 'notification_user_created_desc_idx' },
     ] as const;
     for (const { intended, ...q } of cases) {
       const plans = await plansOf(() =>
-        Promise.all([HEAVY, 'u42', 'u7'].map((user) => repo.list(user, { page: 2, limit: 20, ...q }))),
+        Promise.all([HEAVY, 'u42', 'u7'].map((user) => repo.list(user, { limit: 20, ...q }))),
       );
       // The three pages arrived in one turn of the event loop: one named statement read them all.
       expect(captured.map((c) => [c.named, /unnest\(/.test(c.query)])).toEqual([[true, true]]);
