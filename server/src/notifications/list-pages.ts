@@ -39,9 +39,18 @@ const parseShape = (key: string): Shape => {
 const intArray = (values: number[]): SQL => sql`${`{${values.join(',')}}`}::int[]`;
 
 /** `%`, `_` and the escape character itself match literally inside the ILIKE pattern. */
-export function likePattern(term: string): string {
+function likePattern(term: string): string {
   return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
+
+/**
+ * A page's rows. Deep pages pick their ids from the index alone and then read only the page's rows: an ordinary
+ * scan would read every skipped row from the table (page 50 of 1,000 rows: 1,000 heap reads for 20 rows).
+ */
+const pageRowsOf = (cond: SQL, order: SQL, deep: boolean): SQL =>
+  deep
+    ? sql`select ${NOTIFICATION_COLUMNS} from notification where id in (select id from notification where ${cond} ${order})`
+    : sql`select ${NOTIFICATION_COLUMNS} from notification where ${cond} ${order}`;
 
 export interface ListPagesOptions {
   /** List statements of one executor running at a time before pages queue (page-batch.ts); default 4. */
@@ -68,12 +77,7 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
     // Raw SQL: ILIKE … ESCAPE and the seq-free column list have no builder form.
     const cond = sql.join(where, sql` and `);
     const order = sql`order by created_at desc, id desc limit ${key.limit} offset ${key.offset}`;
-    // Deep pages pick their ids from the index alone and then read only the page's rows: an ordinary scan
-    // would read every skipped row from the table (page 50 of 1,000 rows: 1,000 heap reads for 20 rows).
-    const pageRows =
-      key.offset >= DEFERRED_ROWS_FROM_OFFSET
-        ? sql`select ${NOTIFICATION_COLUMNS} from notification where id in (select id from notification where ${cond} ${order})`
-        : sql`select ${NOTIFICATION_COLUMNS} from notification where ${cond} ${order}`;
+    const pageRows = pageRowsOf(cond, order, key.offset >= DEFERRED_ROWS_FROM_OFFSET);
     // Page and count in ONE statement (under load a second round trip and pool checkout cost more than the
     // count itself). Both parts use the (user_id, created_at desc, id desc) indexes (the partial one for unread);
     // the count reads only the user's matching index entries. The count row is always there, so a page past the
@@ -101,10 +105,7 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
     const where: SQL[] = [sql`user_id = b.uid`, ...filterConditions(filter)];
     if (typed) where.push(sql`type = b.typ`);
     const cond = sql.join(where, sql` and `);
-    const order = sql`order by created_at desc, id desc limit b.lim offset b.off`;
-    const pageRows = deep
-      ? sql`select ${NOTIFICATION_COLUMNS} from notification where id in (select id from notification where ${cond} ${order})`
-      : sql`select ${NOTIFICATION_COLUMNS} from notification where ${cond} ${order}`;
+    const pageRows = pageRowsOf(cond, sql`order by created_at desc, id desc limit b.lim offset b.off`, deep);
     const rows = await preparedRows<Partial<NotificationRow> & { ord: number; total: number }>(
       via,
       sql`select b.ord::int as ord, c.total, p.*

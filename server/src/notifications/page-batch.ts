@@ -42,11 +42,14 @@ interface Waiter<R> {
   reject(err: unknown): void;
 }
 
+/** Page id → the page and the requests waiting for it. */
+type Queue<R> = Map<string, { key: PageKey; waiters: Waiter<R>[] }>;
+
 interface Lane<R> {
   inFlight: number;
   scheduled: boolean;
-  /** Shape → page id → the requests waiting for that page (insertion order: oldest shape first). */
-  queues: Map<string, Map<string, { key: PageKey; waiters: Waiter<R>[] }>>;
+  /** Shape → its queue (insertion order: oldest shape first). */
+  queues: Map<string, Queue<R>>;
 }
 
 const pageId = (k: PageKey) => `${k.userId}\u0000${k.type ?? ''}\u0000${k.offset}\u0000${k.limit}`;
@@ -58,12 +61,7 @@ export interface PageBatcher<E, R> {
 export function createPageBatcher<E extends object, R>(opts: PageBatcherOptions<E, R>): PageBatcher<E, R> {
   const lanes = new WeakMap<E, Lane<R>>();
 
-  const run = (
-    via: E,
-    lane: Lane<R>,
-    shape: string,
-    group: Map<string, { key: PageKey; waiters: Waiter<R>[] }>,
-  ) => {
+  const run = (via: E, lane: Lane<R>, shape: string, group: Queue<R>) => {
     const entries = [...group.values()];
     lane.inFlight++;
     const settle = (results: PageResult<R>[] | null, err?: unknown) => {
@@ -94,10 +92,7 @@ export function createPageBatcher<E extends object, R>(opts: PageBatcherOptions<
   /** Sends queued pages while statements are free, one shape per statement, the oldest shape first. */
   const send = (via: E, lane: Lane<R>) => {
     while (lane.inFlight < opts.maxInFlight && lane.queues.size > 0) {
-      const [shape, queue] = lane.queues.entries().next().value as [
-        string,
-        Map<string, { key: PageKey; waiters: Waiter<R>[] }>,
-      ];
+      const [shape, queue] = lane.queues.entries().next().value as [string, Queue<R>];
       let group = queue;
       if (queue.size > opts.maxBatch) {
         group = new Map();

@@ -9,7 +9,6 @@ import { preparedRows } from '../infra/prepared-statements.js';
 import { notification, notificationCursor } from '../infra/schema/index.js';
 import { createListPages, type ListPagesOptions } from './list-pages.js';
 
-export { likePattern } from './list-pages.js';
 export * from './rows.js';
 
 import { createEventLog, PAIRED_UNREAD_COUNT } from './event-log.js';
