@@ -101,10 +101,11 @@ describe('notification retention', () => {
     await db.execute(sql`
       insert into webhook_endpoint (url, events, secret) values ('http://example.test/', '{user.created}', 'x')`);
     await db.execute(sql`
-      insert into webhook_delivery (endpoint_id, event_id, type, body, status, created_at)
+      insert into webhook_delivery (endpoint_id, event_id, type, body, status, created_at, next_attempt_at)
       select (select id from webhook_endpoint limit 1), 'msg_' || s || a, 'user.created', '{}', s,
-             now() - make_interval(days => a)
+             now() - make_interval(days => a), now() + interval '1 day'
       from unnest(array['delivered', 'failed', 'pending']) s, unnest(array[1, 8]) a`);
+    // Due tomorrow: this app's webhook worker must not attempt the pending ones meanwhile (a CI flake).
     const result = await app.ctx.housekeeping.runOnce();
     expect(result.webhookDeliveriesDeleted).toBe(2);
     const left = rowsOf<{ event_id: string }>(
