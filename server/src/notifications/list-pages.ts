@@ -29,11 +29,19 @@ interface Shape {
   typed: boolean;
   /** From DEFERRED_ROWS_FROM_OFFSET on: ids from the index first. */
   deep: boolean;
+  /** False when the caller knows the total already (the read cache's, unread-cache.ts): rows only. */
+  counted: boolean;
 }
-const shapeKey = (s: Shape) => `${s.filter}:${s.typed ? 'typed' : 'all'}:${s.deep ? 'deep' : 'near'}`;
+const shapeKey = (s: Shape) =>
+  `${s.filter}:${s.typed ? 'typed' : 'all'}:${s.deep ? 'deep' : 'near'}:${s.counted ? 'count' : 'rows'}`;
 const parseShape = (key: string): Shape => {
-  const [filter, typed, deep] = key.split(':');
-  return { filter: filter as ListQuery['filter'], typed: typed === 'typed', deep: deep === 'deep' };
+  const [filter, typed, deep, counted] = key.split(':');
+  return {
+    filter: filter as ListQuery['filter'],
+    typed: typed === 'typed',
+    deep: deep === 'deep',
+    counted: counted === 'count',
+  };
 };
 /** int[] parameter in the same literal form as textArray (node-postgres and PGlite alike). */
 const intArray = (values: number[]): SQL => sql`${`{${values.join(',')}}`}::int[]`;
@@ -64,7 +72,7 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
   /** A page's own statement: page and count in one (one pool connection, one round trip). */
   const onePage = async (
     via: Executor,
-    filter: ListQuery['filter'],
+    { filter, counted }: Pick<Shape, 'filter' | 'counted'>,
     key: { userId: string; type?: string | null; offset: number; limit: number },
     search?: string,
   ): Promise<PageResult<StoredNotification>> => {
@@ -78,6 +86,13 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
     const cond = sql.join(where, sql` and `);
     const order = sql`order by created_at desc, id desc limit ${key.limit} offset ${key.offset}`;
     const pageRows = pageRowsOf(cond, order, key.offset >= DEFERRED_ROWS_FROM_OFFSET);
+    if (!counted) {
+      const rows = await preparedRows<NotificationRow>(
+        via,
+        sql`select p.* from (${pageRows}) p order by p.created_at desc, p.id desc`,
+      );
+      return { rows: rows.map(toNotification), totalCount: 0 };
+    }
     // Page and count in ONE statement (under load a second round trip and pool checkout cost more than the
     // count itself). Both parts use the (user_id, created_at desc, id desc) indexes (the partial one for unread);
     // the count reads only the user's matching index entries. The count row is always there, so a page past the
@@ -99,28 +114,35 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
    */
   const manyPages = async (
     via: Executor,
-    { filter, typed, deep }: Shape,
+    { filter, typed, deep, counted }: Shape,
     keys: PageKey[],
   ): Promise<PageResult<StoredNotification>[]> => {
     const where: SQL[] = [sql`user_id = b.uid`, ...filterConditions(filter)];
     if (typed) where.push(sql`type = b.typ`);
     const cond = sql.join(where, sql` and `);
     const pageRows = pageRowsOf(cond, sql`order by created_at desc, id desc limit b.lim offset b.off`, deep);
-    const rows = await preparedRows<Partial<NotificationRow> & { ord: number; total: number }>(
-      via,
-      sql`select b.ord::int as ord, c.total, p.*
-          from unnest(${textArray(keys.map((k) => k.userId))}, ${intArray(keys.map((k) => k.offset))},
+    const pagesOf = sql`unnest(${textArray(keys.map((k) => k.userId))}, ${intArray(keys.map((k) => k.offset))},
                       ${intArray(keys.map((k) => k.limit))}, ${textArray(keys.map((k) => k.type ?? ''))})
-               with ordinality as b(uid, off, lim, typ, ord)
+               with ordinality as b(uid, off, lim, typ, ord)`;
+    // Rows only (the totals are known): a page with no rows has no row here, its result stays empty.
+    const rows = await preparedRows<Partial<NotificationRow> & { ord: number; total?: number }>(
+      via,
+      counted
+        ? sql`select b.ord::int as ord, c.total, p.*
+          from ${pagesOf}
           cross join lateral (select count(*)::int as total from notification where ${cond}) c
           left join lateral (${pageRows}) p on true
+          order by b.ord, p.created_at desc, p.id desc`
+        : sql`select b.ord::int as ord, p.*
+          from ${pagesOf}
+          cross join lateral (${pageRows}) p
           order by b.ord, p.created_at desc, p.id desc`,
     );
     const results = keys.map((): PageResult<StoredNotification> => ({ rows: [], totalCount: 0 }));
     for (const r of rows) {
       const result = results[Number(r.ord) - 1];
       if (!result) continue;
-      result.totalCount = Number(r.total);
+      result.totalCount = Number(r.total ?? 0);
       if (r.id != null) result.rows.push(toNotification(r as NotificationRow));
     }
     return results;
@@ -129,35 +151,40 @@ export function createListPages(db: Db, options: ListPagesOptions = {}) {
   const pages = createPageBatcher<Executor, StoredNotification>({
     maxInFlight: options.listStatementsInFlight ?? DEFAULT_LIST_STATEMENTS_IN_FLIGHT,
     maxBatch: options.listBatchMax ?? LIST_BATCH_MAX,
-    one: (via, shape, key) => onePage(via, parseShape(shape).filter, key),
+    one: (via, shape, key) => onePage(via, parseShape(shape), key),
     many: (via, shape, keys) => manyPages(via, parseShape(shape), keys),
   });
 
   return {
     /**
      * One page of the user's list and the total it is out of. `via`: where to read (a replica chosen by the read
-     * router, docs/architecture.md "Read replicas"). Pages without a search share statements with the pages of
-     * the same shape requested at the same time (page-batch.ts).
+     * router, docs/architecture.md "Read replicas"). `knownTotal`: the total when the caller holds it (the read
+     * cache's): the statement then reads the page's rows only. Pages without a search share statements with the
+     * pages of the same shape requested at the same time (page-batch.ts).
      */
     async list(
       userId: string,
       q: ListQuery,
       via: Executor = db,
+      knownTotal: number | null = null,
     ): Promise<{ rows: StoredNotification[]; totalCount: number }> {
       const offset = (q.page - 1) * q.limit;
-      if (q.search || options.listBatchMax === 0)
-        return onePage(via, q.filter, { userId, type: q.type, offset, limit: q.limit }, q.search);
-      const shape: Shape = {
-        filter: q.filter,
-        typed: Boolean(q.type),
-        deep: offset >= DEFERRED_ROWS_FROM_OFFSET,
-      };
-      return pages.page(via, shapeKey(shape), {
-        userId,
-        type: q.type ?? null,
-        offset,
-        limit: q.limit,
-      });
+      const counted = knownTotal === null;
+      const key = { userId, type: q.type ?? null, offset, limit: q.limit };
+      const result =
+        q.search || options.listBatchMax === 0
+          ? await onePage(via, { filter: q.filter, counted }, key, q.search)
+          : await pages.page(
+              via,
+              shapeKey({
+                filter: q.filter,
+                typed: Boolean(q.type),
+                deep: offset >= DEFERRED_ROWS_FROM_OFFSET,
+                counted,
+              }),
+              key,
+            );
+      return counted ? result : { rows: result.rows, totalCount: knownTotal };
     },
   };
 }

@@ -79,8 +79,13 @@ export function createNotificationService(deps: NotificationServiceDeps) {
     await publisher.publishUser(userId, events);
   };
 
-  const list = async (userId: string, query: ListQuery, via?: Pick<Db, 'execute'>): Promise<ListResponse> => {
-    const { rows, totalCount } = await repo.list(userId, query, via);
+  const list = async (
+    userId: string,
+    query: ListQuery,
+    via?: Pick<Db, 'execute'>,
+    knownTotal: number | null = null,
+  ): Promise<ListResponse> => {
+    const { rows, totalCount } = await repo.list(userId, query, via, knownTotal);
     const totalPages = Math.ceil(totalCount / query.limit);
     return {
       notifications: rows,
@@ -103,13 +108,24 @@ export function createNotificationService(deps: NotificationServiceDeps) {
      * filter come from the read cache (docs/architecture.md "First-page cache").
      */
     async listJson(userId: string, query: ListQuery): Promise<string> {
-      // `position` undefined: look it up (uncached pages); the cache passes the one it read with the version.
-      const load = (position?: string | null) =>
-        routed(userId, position, async (via) =>
-          JSON.stringify(z.encode(ListResponseSchema, await list(userId, query, via))),
-        );
+      const encode = (page: ListResponse) => JSON.stringify(z.encode(ListResponseSchema, page));
       const signature = cachedPageSignature(query);
-      return signature === null ? load() : unread.page(userId, signature, load);
+      // The cache passes the position it read with the version.
+      if (signature !== null)
+        return unread.page(userId, signature, (position) =>
+          routed(userId, position, async (via) => encode(await list(userId, query, via))),
+        );
+      // A search or type filter: the page and its own count, the position looked up (`undefined`).
+      if (query.search || query.type)
+        return routed(userId, undefined, async (via) => encode(await list(userId, query, via)));
+      // Other pages: the total from the read cache when it holds it, else counted and kept for the next page
+      // (docs/architecture.md "List totals").
+      return unread.pageWithTotal(userId, query.filter, (position, total) =>
+        routed(userId, position, async (via) => {
+          const page = await list(userId, query, via, total);
+          return { value: encode(page), total: page.pagination.totalCount };
+        }),
+      );
     },
 
     counts: (userId: string): Promise<Counts> => routed(userId, undefined, (via) => repo.counts(userId, via)),

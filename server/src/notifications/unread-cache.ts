@@ -25,12 +25,49 @@ export interface UnreadCache {
    */
   position(userId: string): Promise<WalPosition | null>;
   /**
+   * An uncached list page of `filter` (no type, no search) and the total it is out of. `load` reads at the
+   * position it is given (as `page`'s does) and gets the total when the cache holds it under the user's current
+   * version, so its statement need not count; a total that `load` counted is kept for the next page, under the
+   * version read before the load (docs/architecture.md "List totals").
+   */
+  pageWithTotal<T>(
+    userId: string,
+    filter: TotalFilter,
+    load: (position: WalPosition | null, total: number | null) => Promise<{ value: T; total: number }>,
+  ): Promise<T>;
+  /**
    * Call after the transaction that changed these users' notifications (any change) has committed. With read
    * replicas, also records the primary's WAL position (read now, so at or after that commit) with each user's
    * version, in the same script call.
    */
   invalidate(userIds: string[]): Promise<void>;
   close(): void;
+}
+
+/** The list filters whose totals the cache can answer: the unread count it keeps, and the count of all. */
+export type TotalFilter = 'all' | 'read' | 'unread';
+
+/** The totals held for a user under the current version (null: not known). */
+interface Totals {
+  all: number | null;
+  unread: number | null;
+}
+
+/** A filter's total from the held ones (read = all − unread). */
+export function totalOf(filter: TotalFilter, t: Totals): number | null {
+  if (filter === 'all') return t.all;
+  if (filter === 'unread') return t.unread;
+  return t.all !== null && t.unread !== null ? t.all - t.unread : null;
+}
+
+/** What a counted total of `filter` teaches, given what was held: the other figure follows when one was known. */
+export function learnedTotals(filter: TotalFilter, counted: number, t: Totals): Totals {
+  if (filter === 'all') return { all: counted, unread: null };
+  if (filter === 'unread') return { all: null, unread: counted };
+  return {
+    all: t.unread !== null ? counted + t.unread : null,
+    unread: t.all !== null ? t.all - counted : null,
+  };
 }
 
 // Long enough to be useful, short enough that an abandoned user's key does not live forever.
@@ -45,6 +82,25 @@ if v == ARGV[1] then
 end
 return 0`;
 
+// The total of all a user's notifications is field `a`, stored as `<version>:<count>` and used only while the version
+// is still that one: an instance of an older release bumps versions without knowing the field (a rolling upgrade),
+// and the tag keeps what it leaves behind unusable. The unread count (`c`) is set here too when a page taught it.
+// The key's expiry is only set when it has none, so a short life set by BUMP_WITH_POSITION is kept.
+const SET_TOTALS_IF_VERSION = `
+local v = redis.call('HGET', KEYS[1], 'v') or '0'
+if v ~= ARGV[1] then return 0 end
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'a', v .. ':' .. ARGV[2]) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'c', ARGV[3]) end
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+return 1`;
+
+/** The tagged total of all (`<version>:<count>`) when it was stored under `version`, else null. */
+function taggedTotal(field: string | null | undefined, version: string): number | null {
+  if (!field) return null;
+  const at = field.indexOf(':');
+  return at > 0 && field.slice(0, at) === version ? Number(field.slice(at + 1)) : null;
+}
+
 // Bumps every key it is given: a broadcast batch invalidates its users in one script call instead of one per
 // user (docs/architecture.md "Broadcast at scale").
 // A version that does not exist yet starts at the server's clock in microseconds, not at 0: if the hash is ever
@@ -56,7 +112,7 @@ local base = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
 for _, key in ipairs(KEYS) do
   redis.call('HSETNX', key, 'v', base)
   redis.call('HINCRBY', key, 'v', 1)
-  redis.call('HDEL', key, 'c')
+  redis.call('HDEL', key, 'c', 'a')
   redis.call('PEXPIRE', key, ARGV[1])
 end
 return #KEYS`;
@@ -82,7 +138,7 @@ local sentinel = '${PRIMARY_ONLY}'
 for _, key in ipairs(KEYS) do
   redis.call('HSETNX', key, 'v', base)
   redis.call('HINCRBY', key, 'v', 1)
-  redis.call('HDEL', key, 'c')
+  redis.call('HDEL', key, 'c', 'a')
   local ttl = ARGV[1]
   if p ~= '' then
     local cur = redis.call('HGET', key, 'l')
@@ -255,6 +311,38 @@ function createRedisUnreadCache(
         return PRIMARY_ONLY;
       }
     },
+    async pageWithTotal(userId, filter, load) {
+      if (pending.has(userId)) return (await load(PRIMARY_ONLY, null)).value;
+      let fields: (string | null)[];
+      try {
+        fields = await redis.hmget(key(userId), 'v', 'c', 'a', 'l');
+      } catch {
+        return (await load(PRIMARY_ONLY, null)).value;
+      }
+      const [v, c, a, l] = fields;
+      const version = v ?? '0';
+      const held: Totals = { all: taggedTotal(a, version), unread: c == null ? null : Number(c) };
+      const known = totalOf(filter, held);
+      const { value, total } = await load(l ?? null, known);
+      if (known === null) {
+        const learned = learnedTotals(filter, total, held);
+        if (learned.all !== null || learned.unread !== null) {
+          // Not awaited: the answer does not wait for the cache. A failed write is a later page's count.
+          redis
+            .eval(
+              SET_TOTALS_IF_VERSION,
+              1,
+              key(userId),
+              version,
+              learned.all === null ? '' : String(learned.all),
+              learned.unread === null ? '' : String(learned.unread),
+              String(KEY_TTL_MS),
+            )
+            .catch(() => {});
+        }
+      }
+      return value;
+    },
     async invalidate(userIds) {
       if (userIds.length === 0) return;
       const position = deps.writePosition ? await deps.writePosition() : null;
@@ -276,7 +364,8 @@ function createRedisUnreadCache(
 function createLocalUnreadCache(deps: UnreadCacheDeps): UnreadCache {
   const { countFromDb } = deps;
   // `l`: the WAL position of the user's last change (read replicas), as in the store's hash.
-  const entries = new Map<string, { v: number; c?: number; l?: WalPosition }>();
+  // `a`: the total of all, dropped with `c` by every change.
+  const entries = new Map<string, { v: number; c?: number; a?: number; l?: WalPosition }>();
   // Pages are large next to a count: at most LOCAL_PAGES are kept, the oldest written dropped first.
   const pages = new BoundedMap<string>(LOCAL_PAGES);
   return {
@@ -286,7 +375,8 @@ function createLocalUnreadCache(deps: UnreadCacheDeps): UnreadCache {
       const version = entry?.v ?? 0;
       const count = await countFromDb(userId);
       const now = entries.get(userId);
-      if ((now?.v ?? 0) === version) entries.set(userId, { v: version, c: count });
+      // Spread: the entry keeps its change position (read replicas) and total.
+      if ((now?.v ?? 0) === version) entries.set(userId, { ...now, v: version, c: count });
       return count;
     },
     async page(userId, signature, load) {
@@ -301,6 +391,24 @@ function createLocalUnreadCache(deps: UnreadCacheDeps): UnreadCache {
     },
     async position(userId) {
       return entries.get(userId)?.l ?? null;
+    },
+    async pageWithTotal(userId, filter, load) {
+      const entry = entries.get(userId);
+      const version = entry?.v ?? 0;
+      const held: Totals = { all: entry?.a ?? null, unread: entry?.c ?? null };
+      const known = totalOf(filter, held);
+      const { value, total } = await load(entry?.l ?? null, known);
+      const now = entries.get(userId);
+      if (known === null && (now?.v ?? 0) === version) {
+        const learned = learnedTotals(filter, total, held);
+        entries.set(userId, {
+          ...now,
+          v: version,
+          ...(learned.all === null ? {} : { a: learned.all }),
+          ...(learned.unread === null ? {} : { c: learned.unread }),
+        });
+      }
+      return value;
     },
     async invalidate(userIds) {
       const position = deps.writePosition ? await deps.writePosition() : null;

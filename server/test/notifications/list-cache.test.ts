@@ -1,9 +1,20 @@
 // The first-page cache (notifications/unread-cache.ts): a cached page is served byte for byte as PostgreSQL would
 // answer, and never once any change to the user's notifications has returned, whichever instance made it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { App } from '../../src/app.js';
-import { createUnreadCache } from '../../src/notifications/unread-cache.js';
+import { createStore } from '../../src/infra/store.js';
+import {
+  createUnreadCache,
+  learnedTotals,
+  type TotalFilter,
+  totalOf,
+} from '../../src/notifications/unread-cache.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { TEST_REDIS_URL } from '../helpers/env.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 import { seed } from '../helpers/seed.js';
 import { createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
@@ -130,6 +141,79 @@ describe('first-page cache', () => {
     expect(after.pagination.totalCount).toBe(1);
   });
 
+  it('later pages take their total from the cache, exact after every change on either instance', async () => {
+    const u = await createVerifiedUser(a, env.smtp);
+    const past = Date.now() - 60_000;
+    // 12 rows, 4 of them read (i = 0, 3, 6, 9).
+    await seed(
+      a,
+      u.id,
+      Array.from({ length: 12 }, (_, i) => ({
+        read: i % 3 === 0,
+        title: `p${i}`,
+        createdAt: new Date(past + i),
+      })),
+    );
+    const redis = a.ctx.store.redis?.data;
+    if (!redis) throw new Error('the test environment has a shared store');
+    const key = `${a.ctx.store.prefix}notif:unread:${u.id}`;
+    const totals = async (app: App) =>
+      Object.fromEntries(
+        await Promise.all(
+          (['all', 'unread', 'read'] as const).map(
+            async (filter) =>
+              [
+                filter,
+                (await list(app, u, `limit=5&page=2&filter=${filter}`)).body.pagination.totalCount,
+              ] as const,
+          ),
+        ),
+      );
+
+    expect(await totals(a)).toEqual({ all: 12, unread: 8, read: 4 });
+    // What the pages counted is kept under the version they read with: the total tagged, the unread count plain.
+    const version = await redis.hget(key, 'v');
+    await vi.waitFor(async () =>
+      expect(await redis.hmget(key, 'a', 'c')).toEqual([`${version ?? '0'}:12`, '8']),
+    );
+    // The next page's total comes from there (a planted figure proves it is read, then is put back).
+    await redis.hset(key, 'a', `${version ?? '0'}:99`);
+    expect((await list(b, u, 'limit=5&page=2')).body.pagination).toMatchObject({
+      totalCount: 99,
+      totalPages: 20,
+    });
+    expect((await list(b, u, 'limit=5&page=2&filter=read')).body.pagination.totalCount).toBe(99 - 8);
+    await redis.hset(key, 'a', `${version ?? '0'}:12`);
+    // The rows of a page whose total is known are the rows of a counted one.
+    expect((await list(b, u, 'limit=5&page=2&filter=read')).body.notifications.map((n) => n.title)).toEqual(
+      [],
+    );
+    expect((await list(b, u, 'limit=3&page=2&filter=read')).body.notifications.map((n) => n.title)).toEqual([
+      'p0',
+    ]);
+
+    // Every change made through either instance: the next pages on the other are exact.
+    const [newestUnread] = (await list(a, u, 'filter=unread&limit=1')).body.notifications;
+    await change(b, u, 'PATCH', `/notification/${newestUnread?.id}/read`, { read: true });
+    expect(await totals(a)).toEqual({ all: 12, unread: 7, read: 5 });
+    await change(a, u, 'DELETE', `/notification/${newestUnread?.id}`);
+    expect(await totals(b)).toEqual({ all: 11, unread: 7, read: 4 });
+    await b.notifications.createForUser(u.id, { type: 'info', title: 'fresh', content: 'now' });
+    expect(await totals(a)).toEqual({ all: 12, unread: 8, read: 4 });
+    await change(a, u, 'PATCH', '/notification/mark-all-read');
+    expect(await totals(b)).toEqual({ all: 12, unread: 0, read: 12 });
+
+    // An instance of an older release bumps the version without knowing the total's field (a rolling upgrade):
+    // a row inserted behind the cache, then its bump as that release sends it. The stale total is not used.
+    await vi.waitFor(async () => expect(await redis.hget(key, 'a')).toMatch(/:12$/));
+    await a.ctx.database.db.execute(
+      sql`insert into notification (user_id, type, title, content) values (${u.id}, 'info', 'behind', 'x')`,
+    );
+    await redis.hincrby(key, 'v', 1);
+    await redis.hdel(key, 'c');
+    expect((await list(b, u, 'limit=5&page=2')).body.pagination.totalCount).toBe(13);
+  });
+
   it('never keeps a page loaded before a change that committed while it loaded', async () => {
     const cache = createUnreadCache({ store: a.ctx.store, logger: a.log, countFromDb: async () => 0 });
     try {
@@ -209,5 +293,109 @@ describe('first-page cache', () => {
       await own.close();
       await redis.close();
     }
+  });
+});
+
+describe('list totals in the read cache, in-process and in the shared store', () => {
+  const stores = [
+    ['in-process', () => createStore({ prefix: 'totals:' })],
+    [
+      'shared store',
+      () => createStore({ url: TEST_REDIS_URL, prefix: `totals:${randomBytes(6).toString('hex')}:` }),
+    ],
+  ] as const;
+
+  for (const [name, make] of stores) {
+    it(`${name}: keeps what a page counted under its version, derives the read total, forgets on a change`, async () => {
+      const store = make();
+      // Commands on the shared store fail until it is connected (no offline queue for data): wait for it.
+      await vi.waitFor(() => expect(store.isReady()).toBe(true));
+      const position = '0/16B3748';
+      const cache = createUnreadCache({
+        store,
+        logger: pino({ level: 'silent' }),
+        countFromDb: async () => 3,
+        writePosition: async () => position,
+      });
+      try {
+        const seen: Array<[string, number | null]> = [];
+        const page = (user: string, filter: TotalFilter, counted: number) =>
+          cache.pageWithTotal(user, filter, async (at, total) => {
+            seen.push([filter, total]);
+            return { value: `${filter}@${at ?? '-'}`, total: total ?? counted };
+          });
+        const settled = () => new Promise((r) => setTimeout(r, 20));
+
+        // Nothing held: every filter counts; all, then unread, are learned (read then follows: 10 − 4).
+        expect(await page('u1', 'read', 6)).toBe('read@-');
+        expect(await page('u1', 'all', 10)).toBe('all@-');
+        await settled();
+        expect(await page('u1', 'all', -1)).toBe('all@-');
+        expect(await page('u1', 'unread', 4)).toBe('unread@-');
+        await settled();
+        expect(await page('u1', 'read', -1)).toBe('read@-');
+        expect(await page('u1', 'unread', -1)).toBe('unread@-');
+        expect(seen).toEqual([
+          ['read', null],
+          ['all', null],
+          ['all', 10],
+          ['unread', null],
+          ['read', 6],
+          ['unread', 4],
+        ]);
+
+        // A read page learns the other figure from the one held: unread 3 held, read 5 counted → all 8.
+        await cache.invalidate(['u2']);
+        expect(await cache.get('u2')).toBe(3);
+        seen.length = 0;
+        expect(await page('u2', 'read', 5)).toBe(`read@${position}`);
+        await settled();
+        expect(await page('u2', 'all', -1)).toBe(`all@${position}`);
+        expect(seen).toEqual([
+          ['read', null],
+          ['all', 8],
+        ]);
+        // The unread count read after the change kept the change's position (the read-your-writes bound).
+        expect(await cache.position('u2')).toBe(position);
+
+        // A change forgets both; a total counted by a load that began before the change is not kept.
+        let release: (v: { value: string; total: number }) => void = () => {};
+        const slow = cache.pageWithTotal('u3', 'all', () => new Promise((r) => (release = r)));
+        await settled();
+        await cache.invalidate(['u1', 'u3']);
+        release({ value: 'late', total: 10 });
+        expect(await slow).toBe('late');
+        await settled();
+        seen.length = 0;
+        await page('u1', 'all', 11);
+        await page('u1', 'unread', 5);
+        await page('u3', 'all', 12);
+        await settled();
+        await page('u3', 'all', -1);
+        expect(seen).toEqual([
+          ['all', null],
+          ['unread', null],
+          ['all', null],
+          ['all', 12],
+        ]);
+      } finally {
+        cache.close();
+        await store.close();
+      }
+    });
+  }
+
+  it('derives a filter total from what is held, and what a counted total teaches', () => {
+    const none = { all: null, unread: null };
+    expect(totalOf('all', { all: 7, unread: 2 })).toBe(7);
+    expect(totalOf('unread', { all: 7, unread: 2 })).toBe(2);
+    expect(totalOf('read', { all: 7, unread: 2 })).toBe(5);
+    expect(totalOf('read', { all: 7, unread: null })).toBeNull();
+    expect(totalOf('all', none)).toBeNull();
+    expect(learnedTotals('all', 7, none)).toEqual({ all: 7, unread: null });
+    expect(learnedTotals('unread', 2, none)).toEqual({ all: null, unread: 2 });
+    expect(learnedTotals('read', 5, none)).toEqual(none);
+    expect(learnedTotals('read', 5, { all: 7, unread: null })).toEqual({ all: null, unread: 2 });
+    expect(learnedTotals('read', 5, { all: null, unread: 2 })).toEqual({ all: 7, unread: null });
   });
 });

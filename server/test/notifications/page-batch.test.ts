@@ -241,6 +241,38 @@ describe('list pages read together (real PostgreSQL)', () => {
     expect(alone.some((r) => r.totalCount === 130)).toBe(true);
   });
 
+  it('with the total known, reads the same rows and no count, alone and together', async () => {
+    const counted = await Promise.all(queries.map(([u, q]) => repo.list(u, q)));
+    // A planted total: the answer carries the caller's figure, not a count.
+    const KNOWN = 4242;
+    const expected = counted.map((r) => ({ rows: r.rows, totalCount: KNOWN }));
+    const pool = (
+      db.database.db as unknown as { $client: { query: (...args: unknown[]) => Promise<unknown> } }
+    ).$client;
+    const original = pool.query.bind(pool);
+    const texts: string[] = [];
+    pool.query = (...args: unknown[]) => {
+      const [first] = args;
+      texts.push(typeof first === 'string' ? first : String((first as { text?: unknown }).text));
+      return original(...args);
+    };
+    const unbatched = createNotificationRepository(db.database.db, undefined, { listBatchMax: 0 });
+    try {
+      const alone = [];
+      for (const [u, q] of queries) alone.push(await repo.list(u, q, undefined, KNOWN));
+      expect(alone).toEqual(expected);
+      expect(await Promise.all(queries.map(([u, q]) => repo.list(u, q, undefined, KNOWN)))).toEqual(expected);
+      expect(await Promise.all(queries.map(([u, q]) => unbatched.list(u, q, undefined, KNOWN)))).toEqual(
+        expected,
+      );
+    } finally {
+      pool.query = original;
+    }
+    expect(texts.length).toBeGreaterThan(queries.length);
+    expect(texts.filter((t) => /count\(/i.test(t))).toEqual([]);
+    expect(expected.filter((r) => r.rows.length > 0).length).toBeGreaterThan(queries.length / 3);
+  });
+
   it('a page read together reflects a change committed before it was asked for', async () => {
     const before = await repo.list('pb3', { filter: 'unread', page: 1, limit: 20 });
     const target = before.rows[0];
