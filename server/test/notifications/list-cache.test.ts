@@ -360,7 +360,11 @@ describe('list totals in the read cache, in-process and in the shared store', ()
 
         // A change forgets both; a total counted by a load that began before the change is not kept.
         let release: (v: { value: string; total: number }) => void = () => {};
-        const slow = cache.pageWithTotal('u3', 'all', () => new Promise((r) => (release = r)));
+        const slow = cache.pageWithTotal(
+          'u3',
+          'all',
+          () => new Promise<{ value: string; total: number }>((r) => (release = r)),
+        );
         await settled();
         await cache.invalidate(['u1', 'u3']);
         release({ value: 'late', total: 10 });
