@@ -42,7 +42,7 @@ const PATHS = [
   { name: 'list page 50, the last (uncached)', path: '/notification/list?limit=20&page=50' },
   { name: 'unread page 2 (uncached)', path: '/notification/list?limit=20&page=2&filter=unread' },
   { name: 'list page 1 (cached)', path: '/notification/list?limit=20' },
-  { name: 'counts', path: '/notification/counts' },
+  { name: 'counts (read cache)', path: '/notification/counts' },
 ];
 
 interface Load {

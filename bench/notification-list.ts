@@ -66,7 +66,7 @@ async function main() {
       ['list filter=unread', '/notification/list?filter=unread'],
       ['list type=mention', '/notification/list?type=mention'],
       ['list search (trigram)', '/notification/list?search=order%20%2342'],
-      ['counts', '/notification/counts'],
+      ['counts (cached)', '/notification/counts'],
       ['unread-count (cached)', '/notification/unread-count'],
     ];
     const hit = async (path: string) => {

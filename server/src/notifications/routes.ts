@@ -72,7 +72,8 @@ export function registerNotificationRoutes(app: FastifyInstance, deps: Notificat
         tags,
         security,
         summary: 'Counts by read state and by every type',
-        description: 'Answers `If-None-Match` with 304 when the counts did not change (cheap polling).',
+        description:
+          'Served from the shared read cache until the next change to the caller’s notifications (exact after any change returns). Answers `If-None-Match` with 304 when the counts did not change (cheap polling).',
         response: {
           200: z.object({ counts: CountsSchema }).describe('Counts by read state and by type'),
           304: NotModified,

@@ -119,7 +119,7 @@ export function createNotificationService(deps: NotificationServiceDeps) {
       if (query.search || query.type)
         return routed(userId, undefined, async (via) => encode(await list(userId, query, via)));
       // Other pages: the total from the read cache when it holds it, else counted and kept for the next page
-      // (docs/architecture.md "List totals").
+      // (docs/architecture.md "List totals and counts").
       return unread.pageWithTotal(userId, query.filter, (position, total) =>
         routed(userId, position, async (via) => {
           const page = await list(userId, query, via, total);
@@ -128,7 +128,9 @@ export function createNotificationService(deps: NotificationServiceDeps) {
       );
     },
 
-    counts: (userId: string): Promise<Counts> => routed(userId, undefined, (via) => repo.counts(userId, via)),
+    /** From the read cache while no change came since they were read (docs/architecture.md "List totals and counts"). */
+    counts: (userId: string): Promise<Counts> =>
+      unread.counts(userId, (position) => routed(userId, position, (via) => repo.counts(userId, via))),
 
     unreadCount: (userId: string): Promise<number> => unread.get(userId),
 

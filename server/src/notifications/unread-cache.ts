@@ -4,6 +4,7 @@ import { BoundedMap } from '../infra/bounded-map.js';
 import type { Logger } from '../infra/logger.js';
 import { PRIMARY_ONLY, type WalPosition } from '../infra/read-replicas.js';
 import type { Store, StoreClient } from '../infra/store.js';
+import type { Counts } from './schemas.js';
 
 export interface UnreadCache {
   /** The cached count, or the database count (cached when safe). Never stale after invalidate() returned. */
@@ -28,13 +29,19 @@ export interface UnreadCache {
    * An uncached list page of `filter` (no type, no search) and the total it is out of. `load` reads at the
    * position it is given (as `page`'s does) and gets the total when the cache holds it under the user's current
    * version, so its statement need not count; a total that `load` counted is kept for the next page, under the
-   * version read before the load (docs/architecture.md "List totals").
+   * version read before the load (docs/architecture.md "List totals and counts").
    */
   pageWithTotal<T>(
     userId: string,
     filter: TotalFilter,
     load: (position: WalPosition | null, total: number | null) => Promise<{ value: T; total: number }>,
   ): Promise<T>;
+  /**
+   * The user's counts (`GET /notification/counts`): from the cache while they were read under the current
+   * version, else from `load` (reading at the position it is given), then kept with the totals they give unless a
+   * change came in between (docs/architecture.md "List totals and counts"). Never stale after invalidate() returned.
+   */
+  counts(userId: string, load: (position: WalPosition | null) => Promise<Counts>): Promise<Counts>;
   /**
    * Call after the transaction that changed these users' notifications (any change) has committed. With read
    * replicas, also records the primary's WAL position (read now, so at or after that commit) with each user's
@@ -82,24 +89,30 @@ if v == ARGV[1] then
 end
 return 0`;
 
-// The total of all a user's notifications is field `a`, stored as `<version>:<count>` and used only while the version
-// is still that one: an instance of an older release bumps versions without knowing the field (a rolling upgrade),
-// and the tag keeps what it leaves behind unusable. The unread count (`c`) is set here too when a page taught it.
-// The key's expiry is only set when it has none, so a short life set by BUMP_WITH_POSITION is kept.
-const SET_TOTALS_IF_VERSION = `
+// The total of all a user's notifications is field `a`, stored as `<version>:<count>`, and the counts by status and
+// type field `k`, as `<version>:<json>`; each is used only while the version is still that one: an instance of an
+// older release bumps versions without knowing these fields (a rolling upgrade), and the tag keeps what it leaves
+// behind unusable. The unread count (`c`) is set here too when a page or the counts taught it. The key's expiry
+// is only set when it has none, so a short life set by BUMP_WITH_POSITION is kept.
+// ARGV: version, total of all ('' = unknown), unread count (''), TTL ms, counts JSON ('').
+const SET_FIELDS_IF_VERSION = `
 local v = redis.call('HGET', KEYS[1], 'v') or '0'
 if v ~= ARGV[1] then return 0 end
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'a', v .. ':' .. ARGV[2]) end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'c', ARGV[3]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'k', v .. ':' .. ARGV[5]) end
 if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1`;
 
-/** The tagged total of all (`<version>:<count>`) when it was stored under `version`, else null. */
-function taggedTotal(field: string | null | undefined, version: string): number | null {
+/** The text of a field tagged `<version>:<text>` when it was stored under `version`, else null. */
+function tagged(field: string | null | undefined, version: string): string | null {
   if (!field) return null;
   const at = field.indexOf(':');
-  return at > 0 && field.slice(0, at) === version ? Number(field.slice(at + 1)) : null;
+  return at > 0 && field.slice(0, at) === version ? field.slice(at + 1) : null;
 }
+
+const numberOrNull = (text: string | null | undefined): number | null =>
+  text === null || text === undefined ? null : Number(text);
 
 // Bumps every key it is given: a broadcast batch invalidates its users in one script call instead of one per
 // user (docs/architecture.md "Broadcast at scale").
@@ -112,7 +125,7 @@ local base = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
 for _, key in ipairs(KEYS) do
   redis.call('HSETNX', key, 'v', base)
   redis.call('HINCRBY', key, 'v', 1)
-  redis.call('HDEL', key, 'c', 'a')
+  redis.call('HDEL', key, 'c', 'a', 'k')
   redis.call('PEXPIRE', key, ARGV[1])
 end
 return #KEYS`;
@@ -138,7 +151,7 @@ local sentinel = '${PRIMARY_ONLY}'
 for _, key in ipairs(KEYS) do
   redis.call('HSETNX', key, 'v', base)
   redis.call('HINCRBY', key, 'v', 1)
-  redis.call('HDEL', key, 'c', 'a')
+  redis.call('HDEL', key, 'c', 'a', 'k')
   local ttl = ARGV[1]
   if p ~= '' then
     local cur = redis.call('HGET', key, 'l')
@@ -236,6 +249,24 @@ function createRedisUnreadCache(
     if (failed > 0) throw new Error(`unread cache bump failed for ${failed} of ${results.length} key groups`);
   };
 
+  // What a read taught, kept under the version read before it. Not awaited: the answer does not wait for the
+  // cache, and a failed write only means a later read counts again.
+  const keep = (userId: string, version: string, totals: Totals, countsJson: string) => {
+    const text = (n: number | null) => (n === null ? '' : String(n));
+    redis
+      .eval(
+        SET_FIELDS_IF_VERSION,
+        1,
+        key(userId),
+        version,
+        text(totals.all),
+        text(totals.unread),
+        String(KEY_TTL_MS),
+        countsJson,
+      )
+      .catch(() => {});
+  };
+
   const scheduleRetry = () => {
     if (retryTimer) return;
     retryTimer = setTimeout(() => {
@@ -321,27 +352,32 @@ function createRedisUnreadCache(
       }
       const [v, c, a, l] = fields;
       const version = v ?? '0';
-      const held: Totals = { all: taggedTotal(a, version), unread: c == null ? null : Number(c) };
+      const held: Totals = { all: numberOrNull(tagged(a, version)), unread: numberOrNull(c) };
       const known = totalOf(filter, held);
       const { value, total } = await load(l ?? null, known);
       if (known === null) {
         const learned = learnedTotals(filter, total, held);
-        if (learned.all !== null || learned.unread !== null) {
-          // Not awaited: the answer does not wait for the cache. A failed write is a later page's count.
-          redis
-            .eval(
-              SET_TOTALS_IF_VERSION,
-              1,
-              key(userId),
-              version,
-              learned.all === null ? '' : String(learned.all),
-              learned.unread === null ? '' : String(learned.unread),
-              String(KEY_TTL_MS),
-            )
-            .catch(() => {});
-        }
+        if (learned.all !== null || learned.unread !== null) keep(userId, version, learned, '');
       }
       return value;
+    },
+    async counts(userId, load) {
+      if (pending.has(userId)) return load(PRIMARY_ONLY);
+      let version: string;
+      let position: WalPosition | null;
+      try {
+        const [v, k, l] = await redis.hmget(key(userId), 'v', 'k', 'l');
+        version = v ?? '0';
+        position = l ?? null;
+        const hit = tagged(k, version);
+        if (hit !== null) return JSON.parse(hit) as Counts;
+      } catch {
+        return load(PRIMARY_ONLY);
+      }
+      const counts = await load(position);
+      const { all, unread } = counts.byStatus;
+      keep(userId, version, { all, unread }, JSON.stringify(counts));
+      return counts;
     },
     async invalidate(userIds) {
       if (userIds.length === 0) return;
@@ -364,8 +400,8 @@ function createRedisUnreadCache(
 function createLocalUnreadCache(deps: UnreadCacheDeps): UnreadCache {
   const { countFromDb } = deps;
   // `l`: the WAL position of the user's last change (read replicas), as in the store's hash.
-  // `a`: the total of all, dropped with `c` by every change.
-  const entries = new Map<string, { v: number; c?: number; a?: number; l?: WalPosition }>();
+  // `a`: the total of all, `k`: the counts, dropped with `c` by every change.
+  const entries = new Map<string, { v: number; c?: number; a?: number; k?: Counts; l?: WalPosition }>();
   // Pages are large next to a count: at most LOCAL_PAGES are kept, the oldest written dropped first.
   const pages = new BoundedMap<string>(LOCAL_PAGES);
   return {
@@ -409,6 +445,22 @@ function createLocalUnreadCache(deps: UnreadCacheDeps): UnreadCache {
         });
       }
       return value;
+    },
+    async counts(userId, load) {
+      const entry = entries.get(userId);
+      if (entry?.k) return entry.k;
+      const version = entry?.v ?? 0;
+      const counts = await load(entry?.l ?? null);
+      const now = entries.get(userId);
+      if ((now?.v ?? 0) === version)
+        entries.set(userId, {
+          ...now,
+          v: version,
+          k: counts,
+          a: counts.byStatus.all,
+          c: counts.byStatus.unread,
+        });
+      return counts;
     },
     async invalidate(userIds) {
       const position = deps.writePosition ? await deps.writePosition() : null;

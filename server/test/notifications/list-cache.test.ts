@@ -7,6 +7,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createStore } from '../../src/infra/store.js';
+import { type Counts, NOTIFICATION_TYPES } from '../../src/notifications/schemas.js';
 import {
   createUnreadCache,
   learnedTotals,
@@ -214,6 +215,74 @@ describe('first-page cache', () => {
     expect((await list(b, u, 'limit=5&page=2')).body.pagination.totalCount).toBe(13);
   });
 
+  it('serves the counts from the cache until a change, on either instance, and learns the totals from them', async () => {
+    const u = await createVerifiedUser(a, env.smtp);
+    const past = Date.now() - 60_000;
+    // 6 rows: 2 read; types info ×3, warning ×2, mention ×1.
+    const types = ['info', 'warning', 'info', 'mention', 'warning', 'info'];
+    await seed(
+      a,
+      u.id,
+      types.map((type, i) => ({ type, read: i < 2, title: `k${i}`, createdAt: new Date(past + i) })),
+    );
+    const redis = a.ctx.store.redis?.data;
+    if (!redis) throw new Error('the test environment has a shared store');
+    const key = `${a.ctx.store.prefix}notif:unread:${u.id}`;
+    const counts = async (app: App) => {
+      const res = await app.inject({
+        method: 'GET',
+        url: '/notification/counts',
+        headers: jsonHeaders(u.cookie),
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().counts as { byStatus: { all: number; read: number; unread: number }; byType: object };
+    };
+    const first = await counts(a);
+    expect(first.byStatus).toEqual({ all: 6, read: 2, unread: 4 });
+    expect(first.byType).toMatchObject({ info: 3, warning: 2, mention: 1, announcement: 0 });
+    // Kept under the version read before the load, with the totals they give.
+    const version = (await redis.hget(key, 'v')) ?? '0';
+    await vi.waitFor(async () =>
+      expect(await redis.hmget(key, 'k', 'a', 'c')).toEqual([
+        `${version}:${JSON.stringify(first)}`,
+        `${version}:6`,
+        '4',
+      ]),
+    );
+    // Served from there on the other instance (a planted figure proves it), then put back.
+    const planted = { ...first, byStatus: { all: 60, read: 20, unread: 40 } };
+    await redis.hset(key, 'k', `${version}:${JSON.stringify(planted)}`);
+    expect((await counts(b)).byStatus).toEqual(planted.byStatus);
+    await redis.hset(key, 'k', `${version}:${JSON.stringify(first)}`);
+    // A later page's total comes from what the counts taught (no list page was read before).
+    expect((await list(b, u, 'limit=2&page=2&filter=read')).body.pagination.totalCount).toBe(2);
+
+    // Every change, made through either instance: the counts on the other are exact.
+    const [newest] = (await list(a, u, 'limit=1')).body.notifications;
+    await change(b, u, 'PATCH', `/notification/${newest?.id}/read`, { read: true });
+    expect((await counts(a)).byStatus).toEqual({ all: 6, read: 3, unread: 3 });
+    await change(a, u, 'DELETE', `/notification/${newest?.id}`);
+    expect(await counts(b)).toMatchObject({ byStatus: { all: 5, read: 2, unread: 3 }, byType: { info: 2 } });
+    await b.notifications.createForUser(u.id, { type: 'announcement', title: 'fresh', content: 'now' });
+    expect(await counts(a)).toMatchObject({
+      byStatus: { all: 6, read: 2, unread: 4 },
+      byType: { announcement: 1 },
+    });
+    await change(a, u, 'PATCH', '/notification/mark-all-read');
+    expect((await counts(b)).byStatus).toEqual({ all: 6, read: 6, unread: 0 });
+
+    // An older release's bump (it does not know `k`) after a row inserted behind the cache: not served stale.
+    await vi.waitFor(async () => expect(await redis.hget(key, 'k')).toMatch(/"all":6/));
+    await a.ctx.database.db.execute(
+      sql`insert into notification (user_id, type, title, content) values (${u.id}, 'system', 'behind', 'x')`,
+    );
+    await redis.hincrby(key, 'v', 1);
+    await redis.hdel(key, 'c');
+    expect(await counts(b)).toMatchObject({ byStatus: { all: 7, unread: 1 }, byType: { system: 1 } });
+    await change(a, u, 'DELETE', '/notification/delete-all');
+    expect((await counts(b)).byStatus).toEqual({ all: 0, read: 0, unread: 0 });
+  });
+
   it('never keeps a page loaded before a change that committed while it loaded', async () => {
     const cache = createUnreadCache({ store: a.ctx.store, logger: a.log, countFromDb: async () => 0 });
     try {
@@ -357,6 +426,28 @@ describe('list totals in the read cache, in-process and in the shared store', ()
         ]);
         // The unread count read after the change kept the change's position (the read-your-writes bound).
         expect(await cache.position('u2')).toBe(position);
+
+        // The counts are kept whole, and teach the totals: u4's later pages need no count.
+        const c4 = {
+          byStatus: { all: 9, read: 7, unread: 2 },
+          byType: { ...Object.fromEntries(NOTIFICATION_TYPES.map((t) => [t, 0])), info: 9 },
+        } as Counts;
+        let countLoads = 0;
+        const countsOf = (user: string) =>
+          cache.counts(user, async () => {
+            countLoads++;
+            return c4;
+          });
+        expect(await countsOf('u4')).toEqual(c4);
+        await settled();
+        expect(await countsOf('u4')).toEqual(c4);
+        expect(countLoads).toBe(1);
+        seen.length = 0;
+        await page('u4', 'read', -1);
+        expect(seen).toEqual([['read', 7]]);
+        await cache.invalidate(['u4']);
+        expect(await countsOf('u4')).toEqual(c4);
+        expect(countLoads).toBe(2);
 
         // A change forgets both; a total counted by a load that began before the change is not kept.
         let release: (v: { value: string; total: number }) => void = () => {};
