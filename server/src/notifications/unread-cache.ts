@@ -80,11 +80,13 @@ export function learnedTotals(filter: TotalFilter, counted: number, t: Totals): 
 // Long enough to be useful, short enough that an abandoned user's key does not live forever.
 const KEY_TTL_MS = 24 * 60 * 60 * 1000;
 
+// The expiry is set only when the key has none (a hash this write creates): a key whose change position is unknown
+// keeps the short life BUMP_WITH_POSITION gave it, so its reads leave the primary once the replicas have the change.
 const SET_IF_VERSION = `
 local v = redis.call('HGET', KEYS[1], 'v') or '0'
 if v == ARGV[1] then
   redis.call('HSET', KEYS[1], 'c', ARGV[2])
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
   return 1
 end
 return 0`;

@@ -6,6 +6,7 @@ import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { App } from '../../src/app.js';
+import { PRIMARY_ONLY } from '../../src/infra/read-replicas.js';
 import { createStore } from '../../src/infra/store.js';
 import { type Counts, NOTIFICATION_TYPES } from '../../src/notifications/schemas.js';
 import {
@@ -479,6 +480,50 @@ describe('list totals in the read cache, in-process and in the shared store', ()
       }
     });
   }
+
+  it('a key whose change position is unknown keeps its short life when a read stores into it', async () => {
+    const store = createStore({ url: TEST_REDIS_URL, prefix: `totals:${randomBytes(6).toString('hex')}:` });
+    await vi.waitFor(() => expect(store.isReady()).toBe(true));
+    const redis = store.redis?.data;
+    if (!redis) throw new Error('a shared store was asked for');
+    const cache = createUnreadCache({
+      store,
+      logger: pino({ level: 'silent' }),
+      countFromDb: async () => 3,
+      // The primary's position could not be read: the bump records PRIMARY_ONLY and a life of 65 s.
+      writePosition: async () => PRIMARY_ONLY,
+    });
+    try {
+      const key = `${store.prefix}notif:unread:u6`;
+      await cache.invalidate(['u6']);
+      const short = await redis.pttl(key);
+      expect(short).toBeGreaterThan(0);
+      expect(short).toBeLessThanOrEqual(65_000);
+      // The reads that store into the hash: the unread count, a page's total, the counts.
+      expect(await cache.get('u6')).toBe(3);
+      await cache.pageWithTotal('u6', 'all', async () => ({ value: 'page', total: 5 }));
+      await cache.counts('u6', async () => ({
+        byStatus: { all: 5, read: 2, unread: 3 },
+        byType: Object.fromEntries(
+          NOTIFICATION_TYPES.map((t) => [t, t === 'info' ? 5 : 0]),
+        ) as Counts['byType'],
+      }));
+      await vi.waitFor(async () => expect(await redis.hget(key, 'k')).not.toBeNull());
+      expect(await redis.hget(key, 'c')).toBe('3');
+      expect(await redis.pttl(key)).toBeLessThanOrEqual(65_000);
+      // A key such a write creates gets the ordinary life.
+      await cache.counts('u7', async () => ({
+        byStatus: { all: 0, read: 0, unread: 0 },
+        byType: Object.fromEntries(NOTIFICATION_TYPES.map((t) => [t, 0])) as Counts['byType'],
+      }));
+      await vi.waitFor(async () =>
+        expect(await redis.pttl(`${store.prefix}notif:unread:u7`)).toBeGreaterThan(65_000),
+      );
+    } finally {
+      cache.close();
+      await store.close();
+    }
+  });
 
   it('derives a filter total from what is held, and what a counted total teaches', () => {
     const none = { all: null, unread: null };
