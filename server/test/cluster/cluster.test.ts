@@ -219,6 +219,50 @@ describe('Herald on a Redis Cluster (2 instances, 3 masters)', () => {
     expect(await count(0)).toBe(0);
   });
 
+  it('serves the counts and later pages’ totals from the cluster cache, invalidated from the other instance', async () => {
+    const get = async <T>(i: number, path: string): Promise<T> => {
+      const res = await fetch(`${cluster.url(i)}${path}`, { headers: headers(alice.cookie) });
+      expect(res.status, path).toBe(200);
+      return (await res.json()) as T;
+    };
+    const figures = async (i: number) => {
+      const { counts } = await get<{ counts: { byStatus: { all: number; read: number; unread: number } } }>(
+        i,
+        '/notification/counts',
+      );
+      const page = await get<{ pagination: { totalCount: number } }>(i, '/notification/list?limit=1&page=2');
+      const unreadPage = await get<{ pagination: { totalCount: number } }>(
+        i,
+        '/notification/list?limit=1&page=2&filter=unread',
+      );
+      return {
+        ...counts.byStatus,
+        page: page.pagination.totalCount,
+        unreadPage: unreadPage.pagination.totalCount,
+      };
+    };
+    const before = await figures(0);
+    expect(before.page).toBe(before.all);
+    expect(before.unreadPage).toBe(before.unread);
+    // Read again (now from the cache's fields), then changed on the other instance.
+    expect(await figures(0)).toEqual(before);
+    expect((await notify(1, alice.email, 'counted')).status).toBe(200);
+    const after = await figures(0);
+    expect(after).toEqual({
+      all: before.all + 1,
+      read: before.read,
+      unread: before.unread + 1,
+      page: before.all + 1,
+      unreadPage: before.unread + 1,
+    });
+    const read = await fetch(`${cluster.url(1)}/notification/mark-all-read`, {
+      method: 'PATCH',
+      headers: { origin: CLUSTER_ORIGIN, cookie: alice.cookie },
+    });
+    expect(read.status).toBe(200);
+    expect(await figures(0)).toMatchObject({ all: after.all, read: after.all, unread: 0, unreadPage: 0 });
+  });
+
   it('lists both instances in the registry', async () => {
     const res = await fetch(`${cluster.url(0)}/metrics`, {
       headers: { authorization: `Bearer ${METRICS_KEY}` },
