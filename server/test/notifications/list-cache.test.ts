@@ -375,18 +375,23 @@ describe('list totals in the read cache, in-process and in the shared store', ()
     ],
   ] as const;
 
+  /** A cache over `store` (once it is connected) whose database count is 3 and whose changes record `position`. */
+  const cacheOver = async (store: ReturnType<typeof createStore>, position: string) => {
+    // Commands on the shared store fail until it is connected (no offline queue for data): wait for it.
+    await vi.waitFor(() => expect(store.isReady()).toBe(true));
+    return createUnreadCache({
+      store,
+      logger: pino({ level: 'silent' }),
+      countFromDb: async () => 3,
+      writePosition: async () => position,
+    });
+  };
+
   for (const [name, make] of stores) {
     it(`${name}: keeps what a page counted under its version, derives the read total, forgets on a change`, async () => {
       const store = make();
-      // Commands on the shared store fail until it is connected (no offline queue for data): wait for it.
-      await vi.waitFor(() => expect(store.isReady()).toBe(true));
       const position = '0/16B3748';
-      const cache = createUnreadCache({
-        store,
-        logger: pino({ level: 'silent' }),
-        countFromDb: async () => 3,
-        writePosition: async () => position,
-      });
+      const cache = await cacheOver(store, position);
       try {
         const seen: Array<[string, number | null]> = [];
         const page = (user: string, filter: TotalFilter, counted: number) =>
@@ -483,16 +488,10 @@ describe('list totals in the read cache, in-process and in the shared store', ()
 
   it('a key whose change position is unknown keeps its short life when a read stores into it', async () => {
     const store = createStore({ url: TEST_REDIS_URL, prefix: `totals:${randomBytes(6).toString('hex')}:` });
-    await vi.waitFor(() => expect(store.isReady()).toBe(true));
+    // The primary's position could not be read: the bump records PRIMARY_ONLY and a life of 65 s.
+    const cache = await cacheOver(store, PRIMARY_ONLY);
     const redis = store.redis?.data;
     if (!redis) throw new Error('a shared store was asked for');
-    const cache = createUnreadCache({
-      store,
-      logger: pino({ level: 'silent' }),
-      countFromDb: async () => 3,
-      // The primary's position could not be read: the bump records PRIMARY_ONLY and a life of 65 s.
-      writePosition: async () => PRIMARY_ONLY,
-    });
     try {
       const key = `${store.prefix}notif:unread:u6`;
       await cache.invalidate(['u6']);
