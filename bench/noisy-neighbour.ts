@@ -1,6 +1,7 @@
 // Noisy neighbour (issue 22): one verified user keeps `--hog` (default 250) requests in flight on
-// GET /notification/list?type=info&limit=5 (a page filtered by type: never cached, so every request is a database
-// statement; the counts this used until 2026-11-28 are now served from the read cache) from one address while `--others` (default 50) other users, each from its own address,
+// GET /notification/list?search=order&limit=5 (a search: never cached and never sharing a statement, so every
+// request is a database statement of its own; the counts this used until 2026-11-28 are now served from the read
+// cache, and a plain page is read once for all equal requests queued together) from one address while `--others` (default 50) other users, each from its own address,
 // poll the same route every `--interval` ms, and GET /health is polled twice a second, for `--duration` seconds.
 // Printed: the others' success rate and latency, what the hog got, and what /health answered. Client addresses
 // come from X-Forwarded-For with TRUST_PROXY=true (every benchmark connection is from 127.0.0.1). With
@@ -30,7 +31,7 @@ const extraEnv = Object.fromEntries(
     .filter(Boolean)
     .map((kv) => kv.split('=', 2) as [string, string]),
 );
-const PATH = '/notification/list?type=info&limit=5';
+const PATH = '/notification/list?search=order&limit=5';
 // One pool per side, so the hog's connections never queue the others' requests inside this client.
 const hogAgent = new http.Agent({ keepAlive: true, maxSockets: hogInFlight + 10 });
 const othersAgent = new http.Agent({ keepAlive: true, maxSockets: othersCount * 2 + 10 });
