@@ -5,9 +5,9 @@
 // group of pages waiting together 179–197 µs and 285–304 µs (bench/list-statements.ts, docs/performance.md).
 //
 // So pages wait in a queue per executor (the primary, or a replica) and shape (the statement's text: filter, type
-// or not, deep or not), and go out together: at most `maxInFlight` statements per executor run at a time; while
-// they run, new pages queue, and each statement that ends sends what has queued meanwhile. An idle instance sends a page at once (the next turn
-// of the event loop), alone, as before.
+// or not, deep or not, counted or rows only), and go out together: at most `maxInFlight` statements per executor
+// run at a time; while they run, new pages queue, and each statement that ends sends what has queued meanwhile.
+// An idle instance sends a page at once (the next turn of the event loop), alone, as before.
 //
 // Freshness: a page joins only a statement that has not been sent yet, so every answer was read after its request
 // arrived, as if it had its own statement; a write that committed before the request is in it. Two requests for
