@@ -174,6 +174,11 @@ const BUMP_CHUNK = 1_000;
 const PAGE_TTL_MS = 2 * 60 * 1000;
 /** Pages kept by the in-process variant (no shared store). */
 const LOCAL_PAGES = 10_000;
+/**
+ * Users whose entry (version, unread count, totals, counts, change position) the in-process variant keeps: about
+ * 0.4 KiB each with the counts, so at most ~40 MiB. A dropped user's next read counts again.
+ */
+const LOCAL_ENTRIES = 100_000;
 /** Life of a user's cache key whose change position is unknown (PRIMARY_ONLY): beyond any replica lag bound. */
 const UNKNOWN_POSITION_TTL_MS = 65_000;
 
@@ -198,6 +203,8 @@ export interface UnreadCacheDeps {
   countFromDb: (userId: string) => Promise<number>;
   /** The primary's WAL position after a commit (ReadRouter.writePosition); absent or null: no replicas. */
   writePosition?: () => Promise<WalPosition | null>;
+  /** The in-process variant's bound on user entries (LOCAL_ENTRIES); tests make it small. */
+  localEntries?: number;
 }
 
 export function createUnreadCache(deps: UnreadCacheDeps): UnreadCache {
@@ -403,45 +410,70 @@ function createLocalUnreadCache(deps: UnreadCacheDeps): UnreadCache {
   const { countFromDb } = deps;
   // `l`: the WAL position of the user's last change (read replicas), as in the store's hash.
   // `a`: the total of all, `k`: the counts, dropped with `c` by every change.
-  const entries = new Map<string, { v: number; c?: number; a?: number; k?: Counts; l?: WalPosition }>();
+  type Entry = { v: number; c?: number; a?: number; k?: Counts; l?: WalPosition };
   // Pages are large next to a count: at most LOCAL_PAGES are kept, the oldest written dropped first.
   const pages = new BoundedMap<string>(LOCAL_PAGES);
+  // Every version comes from this one counter, so a user's version never returns to a value it had, even once
+  // their entry was dropped and they start again from `absent`.
+  let clock = 0;
+  // The version of a user without an entry. It moves on at each drop: a load that began before its user's entry
+  // was dropped can then never store what it read under the version that user has now.
+  let absent = 0;
+  // Read replicas: the newest change position among the dropped entries. A user without an entry reads at it,
+  // since their own last change may be among them (and an unknown one routes to the primary for the replica lag
+  // bound, as the store's short-lived key does).
+  let droppedAt: WalPosition | null = null;
+  let droppedUnknownUntil = 0;
+  // Bounded like the pages (issue 27's note: the entries grew with every user ever seen until a restart).
+  const entries = new BoundedMap<Entry>(deps.localEntries ?? LOCAL_ENTRIES, (userId, dropped) => {
+    absent = ++clock;
+    pages.delete(userId);
+    if (dropped.l === PRIMARY_ONLY) droppedUnknownUntil = Date.now() + UNKNOWN_POSITION_TTL_MS;
+    else if (dropped.l && (droppedAt === null || droppedAt < dropped.l)) droppedAt = dropped.l;
+  });
+  /** The user's entry, or what a user without one starts from (not stored). */
+  const current = (userId: string): Entry => {
+    const entry = entries.get(userId);
+    if (entry) return entry;
+    const l = Date.now() < droppedUnknownUntil ? PRIMARY_ONLY : droppedAt;
+    return l ? { v: absent, l } : { v: absent };
+  };
   return {
     async get(userId) {
-      const entry = entries.get(userId);
-      if (entry?.c !== undefined) return entry.c;
-      const version = entry?.v ?? 0;
+      const entry = current(userId);
+      if (entry.c !== undefined) return entry.c;
       const count = await countFromDb(userId);
-      const now = entries.get(userId);
+      const now = current(userId);
       // Spread: the entry keeps its change position (read replicas) and total.
-      if ((now?.v ?? 0) === version) entries.set(userId, { ...now, v: version, c: count });
+      if (now.v === entry.v) entries.set(userId, { ...now, c: count });
       return count;
     },
     async page(userId, signature, load) {
-      const entry = entries.get(userId);
-      const version = entry?.v ?? 0;
-      const hit = pageHit(pages.get(userId), String(version), signature);
+      const entry = current(userId);
+      const hit = pageHit(pages.get(userId), String(entry.v), signature);
       if (hit !== null) return hit;
-      const json = await load(entry?.l ?? null);
-      if ((entries.get(userId)?.v ?? 0) === version)
-        pages.set(userId, pageEntry(String(version), signature, json));
+      const json = await load(entry.l ?? null);
+      const now = current(userId);
+      if (now.v === entry.v) {
+        // A user without an entry gets one: the page's version is then theirs until a change or a drop.
+        if (!entries.has(userId)) entries.set(userId, now);
+        pages.set(userId, pageEntry(String(now.v), signature, json));
+      }
       return json;
     },
     async position(userId) {
-      return entries.get(userId)?.l ?? null;
+      return current(userId).l ?? null;
     },
     async pageWithTotal(userId, filter, load) {
-      const entry = entries.get(userId);
-      const version = entry?.v ?? 0;
-      const held: Totals = { all: entry?.a ?? null, unread: entry?.c ?? null };
+      const entry = current(userId);
+      const held: Totals = { all: entry.a ?? null, unread: entry.c ?? null };
       const known = totalOf(filter, held);
-      const { value, total } = await load(entry?.l ?? null, known);
-      const now = entries.get(userId);
-      if (known === null && (now?.v ?? 0) === version) {
+      const { value, total } = await load(entry.l ?? null, known);
+      const now = current(userId);
+      if (known === null && now.v === entry.v) {
         const learned = learnedTotals(filter, total, held);
         entries.set(userId, {
           ...now,
-          v: version,
           ...(learned.all === null ? {} : { a: learned.all }),
           ...(learned.unread === null ? {} : { c: learned.unread }),
         });
@@ -449,28 +481,21 @@ function createLocalUnreadCache(deps: UnreadCacheDeps): UnreadCache {
       return value;
     },
     async counts(userId, load) {
-      const entry = entries.get(userId);
-      if (entry?.k) return entry.k;
-      const version = entry?.v ?? 0;
-      const counts = await load(entry?.l ?? null);
-      const now = entries.get(userId);
-      if ((now?.v ?? 0) === version)
-        entries.set(userId, {
-          ...now,
-          v: version,
-          k: counts,
-          a: counts.byStatus.all,
-          c: counts.byStatus.unread,
-        });
+      const entry = current(userId);
+      if (entry.k) return entry.k;
+      const counts = await load(entry.l ?? null);
+      const now = current(userId);
+      if (now.v === entry.v)
+        entries.set(userId, { ...now, k: counts, a: counts.byStatus.all, c: counts.byStatus.unread });
       return counts;
     },
     async invalidate(userIds) {
       const position = deps.writePosition ? await deps.writePosition() : null;
       for (const id of userIds) {
-        const before = entries.get(id);
-        const newer = !before?.l || before.l === PRIMARY_ONLY || (position !== null && before.l < position);
-        const l = position !== null && newer ? position : before?.l;
-        entries.set(id, { v: (before?.v ?? 0) + 1, ...(l ? { l } : {}) });
+        const before = current(id);
+        const newer = !before.l || before.l === PRIMARY_ONLY || (position !== null && before.l < position);
+        const l = position !== null && newer ? position : before.l;
+        entries.set(id, { v: ++clock, ...(l ? { l } : {}) });
         pages.delete(id);
       }
     },

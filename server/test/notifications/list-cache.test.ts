@@ -524,6 +524,76 @@ describe('list totals in the read cache, in-process and in the shared store', ()
     }
   });
 
+  it('in-process: keeps a bounded number of users, and a dropped user is never served stale', async () => {
+    const store = createStore({ prefix: 'bound:' });
+    let position = '0/0000A0';
+    const counted: string[] = [];
+    const cache = createUnreadCache({
+      store,
+      logger: pino({ level: 'silent' }),
+      countFromDb: async (userId) => {
+        counted.push(userId);
+        return 3;
+      },
+      writePosition: async () => position,
+      localEntries: 3,
+    });
+    try {
+      // Five users read their count: only the three written last are kept.
+      for (const u of ['u1', 'u2', 'u3', 'u4', 'u5']) await cache.get(u);
+      counted.length = 0;
+      for (const u of ['u5', 'u4', 'u3']) await cache.get(u);
+      expect(counted).toEqual([]);
+      await cache.get('u1');
+      expect(counted).toEqual(['u1']);
+
+      // A change's position outlives its user's entry: u6 changed, then was dropped; its reads (and those of any
+      // user without an entry) still wait for that position, also once a read has given u6 an entry again.
+      expect(await cache.position('u1')).toBeNull();
+      position = '0/0000B0';
+      await cache.invalidate(['u6']);
+      position = '0/0000C0';
+      await cache.invalidate(['u7', 'u8', 'u9']);
+      expect(await cache.position('u6')).toBe('0/0000B0');
+      expect(await cache.get('u6')).toBe(3);
+      expect(await cache.position('u6')).toBe('0/0000B0');
+      // Giving u6 its entry back dropped u7, changed at C0: the newest dropped position is now C0.
+      expect(await cache.position('u10')).toBe('0/0000C0');
+
+      // A load that began before its user's change and a drop must not store: with versions counted per user from
+      // 0, the dropped user would be back at the version the load began under and get its stale total.
+      let release: (v: { value: string; total: number }) => void = () => {};
+      const slow = cache.pageWithTotal(
+        'u20',
+        'all',
+        () => new Promise<{ value: string; total: number }>((r) => (release = r)),
+      );
+      await cache.invalidate(['u20']);
+      for (const u of ['u21', 'u22', 'u23']) await cache.get(u);
+      release({ value: 'late', total: 10 });
+      expect(await slow).toBe('late');
+      const totals: Array<number | null> = [];
+      await cache.pageWithTotal('u20', 'all', async (_at, known) => {
+        totals.push(known);
+        return { value: 'now', total: 11 };
+      });
+      expect(totals).toEqual([null]);
+
+      // The same for a first page: one loaded before a change and a drop is not kept.
+      let releasePage: (json: string) => void = () => {};
+      const slowPage = cache.page('u30', 'sig', () => new Promise<string>((r) => (releasePage = r)));
+      await cache.invalidate(['u30']);
+      for (const u of ['u31', 'u32', 'u33']) await cache.get(u);
+      releasePage('stale');
+      expect(await slowPage).toBe('stale');
+      expect(await cache.page('u30', 'sig', async () => 'fresh')).toBe('fresh');
+      expect(await cache.page('u30', 'sig', async () => 'not read')).toBe('fresh');
+    } finally {
+      cache.close();
+      await store.close();
+    }
+  });
+
   it('derives a filter total from what is held, and what a counted total teaches', () => {
     const none = { all: null, unread: null };
     expect(totalOf('all', { all: 7, unread: 2 })).toBe(7);
