@@ -148,14 +148,34 @@ export async function signIn(base: string, email: string, password: string): Pro
 
 /**
  * The machine's load as printed with every table: the machine is shared (other jobs, the load generator itself),
- * so an absolute figure means little without it; ratios measured within one run are what compare.
+ * so an absolute figure means little without it; ratios measured within one run are what compare. The I/O
+ * pressure goes with it where the kernel reports it: a commit waits for its fsync, and disk stalls on this VM
+ * (issue 27's notes) moved chat and broadcast figures by as much as a busy CPU did, with the load average calm.
  */
 export function machineLoad(): string {
   const [one = 0, five = 0, fifteen = 0] = loadavg();
-  return `load average ${one.toFixed(2)} / ${five.toFixed(2)} / ${fifteen.toFixed(2)} (1 / 5 / 15 min), ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown cpu'})`;
+  const io = ioPressure();
+  return `load average ${one.toFixed(2)} / ${five.toFixed(2)} / ${fifteen.toFixed(2)} (1 / 5 / 15 min)${io ? `, ${io}` : ''}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown cpu'})`;
 }
 
-/** console.table with the machine's load on the line above it (every benchmark prints its tables this way). */
+/**
+ * `/proc/pressure/io` as "I/O stalled x % / y %": the share of the last 10 s / 60 s in which some task waited on
+ * I/O (`some avg10`, `avg60`). Null where the kernel has no pressure stall information.
+ */
+export function ioPressure(): string | null {
+  try {
+    const some = readFileSync('/proc/pressure/io', 'utf8')
+      .split('\n')
+      .find((line) => line.startsWith('some '));
+    const field = (name: string) => some?.match(new RegExp(`${name}=([0-9.]+)`))?.[1];
+    const avg10 = field('avg10');
+    const avg60 = field('avg60');
+    return avg10 && avg60 ? `I/O stalled ${avg10} % / ${avg60} % (10 / 60 s)` : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The server code a benchmark measures: the workspace `@herald/server` resolves to (the testkit starts that
  * folder's `src/server.ts`) and its commit. A second worktree for an A/B pair must link `@herald/server` to its own
@@ -178,6 +198,7 @@ export function serverUnderTest(): string {
   }
 }
 
+/** console.table with the machine's load on the line above it (every benchmark prints its tables this way). */
 export function printTable(rows: unknown[] | Record<string, unknown>, title?: string): void {
   if (title) console.log(title);
   console.log(`${machineLoad()}; ${serverUnderTest()}`);
