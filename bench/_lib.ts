@@ -118,6 +118,17 @@ export const NO_CLIENT_LIMITS: Record<string, string> = {
 };
 
 /**
+ * The per-client limits on, as by default (every request counted in the shared store: one INCR per identity), but
+ * too high to refuse one user driven at full speed: what the default configuration's bookkeeping costs.
+ */
+export const COUNTING_CLIENT_LIMITS: Record<string, string> = {
+  CLIENT_MAX_IN_FLIGHT: '1000000',
+  CLIENT_MAX_IN_FLIGHT_PER_IP: '1000000',
+  CLIENT_RATE_LIMIT_PER_SECOND: '1000000000',
+  CLIENT_RATE_LIMIT_PER_SECOND_PER_IP: '1000000000',
+};
+
+/**
  * The production liveness timings (config.ts defaults). The cluster harness shrinks them for tests (an instance
  * is dead after 3 s without a heartbeat); on a saturated machine a scale benchmark would then watch instances
  * declare each other dead mid-run instead of measuring fan-out.

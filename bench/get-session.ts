@@ -4,10 +4,13 @@
 // loads alternate within each round, so every ratio compares figures taken under the same machine load.
 //
 // Usage: npm run bench -- get-session [--rounds 3] [--duration 8] [--warmup 3] [--connections 100]
+//        npm run bench -- get-session --client-limits   # the per-client limits counting as by default (high
+//            enough never to refuse) instead of off
 //        npm run bench -- get-session --profile [--duration 8] [--profile-path /health]   # the fast path (or
 //            another route) alone under --cpu-prof: top self-time functions and packages (bench/_profile.ts)
 import autocannon from 'autocannon';
 import {
+  COUNTING_CLIENT_LIMITS,
   cpuSecondsOfPort,
   flagArg,
   machineLoad,
@@ -24,6 +27,7 @@ const duration = numberArg('duration', 8);
 const warmup = numberArg('warmup', 3);
 const connections = numberArg('connections', 100);
 const profile = flagArg('profile');
+const clientLimits = flagArg('client-limits');
 // --profile-path /health: profile another route with the same cookie (what the per-request pipeline costs alone).
 const profilePath = stringArg('profile-path', '/auth/get-session');
 const profileDir = profile ? scratchDir('herald-get-session-prof-') : '';
@@ -66,7 +70,7 @@ async function main() {
   const stack = await startStack();
   try {
     const herald = await startHerald(stack, {
-      env: NO_CLIENT_LIMITS,
+      env: clientLimits ? COUNTING_CLIENT_LIMITS : NO_CLIENT_LIMITS,
       ...(profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], name: 'herald-prof' } : {}),
     });
     const user = await createUser(herald.url, stack.smtp, 'session');

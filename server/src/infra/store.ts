@@ -29,12 +29,30 @@ export interface Store {
   redis?: { data: StoreClient; pub: StoreClient; sub: StoreClient; cluster: boolean };
 }
 
-const INCR_WINDOW = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
-return {n, ttl}`;
+// KEYS[i] counted in its window ARGV[i], in order (a key twice is counted twice, as two calls would): the counts
+// and the ms left, flattened. One call carries every window counted in one turn of the event loop (incrWindow).
+const INCR_WINDOWS = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  local w = ARGV[i]
+  local n = redis.call('INCR', key)
+  if n == 1 then redis.call('PEXPIRE', key, w) end
+  local ttl = redis.call('PTTL', key)
+  if ttl < 0 then redis.call('PEXPIRE', key, w); ttl = tonumber(w) end
+  out[#out + 1] = n
+  out[#out + 1] = ttl
+end
+return out`;
+
+/** Windows counted by one script call at most (one call must not hold Redis for long). */
+const WINDOW_BATCH_MAX = 256;
+
+interface PendingWindow {
+  key: string;
+  windowMs: string;
+  resolve(value: { count: number; ttlMs: number }): void;
+  reject(err: unknown): void;
+}
 
 export interface StoreOptions {
   /** One URL, or with `cluster` a comma-separated list of seed nodes. */
@@ -175,6 +193,34 @@ function createRedisStore(url: string, options: StoreOptions): Store {
 
 function redisStoreOver(clients: NonNullable<Store['redis']>, p: string): Store {
   const { data, pub, sub } = clients;
+  // The per-client limits count two windows per request (address and user), each a script, and scripts skip the
+  // auto-pipeline: two writes and two commands per request, a third of a small route's cost with the default
+  // configuration (docs/performance.md, "Per-client limits"). Every window counted in one turn of the event loop
+  // (the requests that one read of the sockets brought) goes out as one script instead, with the same counts as
+  // one call per window in that order. On a cluster the keys sit in different slots: one call per window there.
+  let windows: PendingWindow[] = [];
+  const countWindows = () => {
+    const taken = windows;
+    windows = [];
+    const groups: PendingWindow[][] = [];
+    if (clients.cluster) for (const w of taken) groups.push([w]);
+    else
+      for (let i = 0; i < taken.length; i += WINDOW_BATCH_MAX)
+        groups.push(taken.slice(i, i + WINDOW_BATCH_MAX));
+    for (const group of groups) {
+      data.eval(INCR_WINDOWS, group.length, ...group.map((w) => w.key), ...group.map((w) => w.windowMs)).then(
+        (reply) => {
+          const flat = reply as number[];
+          group.forEach((w, i) => {
+            w.resolve({ count: Number(flat[2 * i]), ttlMs: Number(flat[2 * i + 1]) });
+          });
+        },
+        (err: unknown) => {
+          for (const w of group) w.reject(err);
+        },
+      );
+    }
+  };
   return {
     kind: 'redis',
     prefix: p,
@@ -201,9 +247,11 @@ function redisStoreOver(clients: NonNullable<Store['redis']>, p: string): Store 
     async getdel(key) {
       return data.getdel(p + key);
     },
-    async incrWindow(key, windowMs) {
-      const [count, ttlMs] = (await data.eval(INCR_WINDOW, 1, p + key, String(windowMs))) as [number, number];
-      return { count, ttlMs };
+    incrWindow(key, windowMs) {
+      return new Promise((resolve, reject) => {
+        if (windows.length === 0) setImmediate(countWindows);
+        windows.push({ key: p + key, windowMs: String(windowMs), resolve, reject });
+      });
     },
     async ping() {
       await data.ping();

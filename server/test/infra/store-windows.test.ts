@@ -1,0 +1,77 @@
+// The store's fixed-window counter (infra/store.ts incrWindow), which every per-key limit counts through: the
+// windows counted in one turn of the event loop go to Redis as one script call, with the counts one call per
+// window in the same order would give. A private Redis, so the command statistics are this test's alone.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createStore, type Store } from '../../src/infra/store.js';
+import { startRedisServer, type TestRedis } from '../helpers/redis-server.js';
+
+describe('store windows', () => {
+  let redis: TestRedis;
+  let store: Store;
+
+  /** How many EVAL commands the private Redis has run. */
+  const evals = async (): Promise<number> => {
+    const info = String(await store.redis?.data.info('commandstats'));
+    return Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  };
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    store = createStore({ url: redis.url, prefix: 'windows:', commandTimeoutMs: 2_000 });
+    await vi.waitFor(() => expect(store.isReady()).toBe(true));
+  });
+
+  afterAll(async () => {
+    await store.close();
+    await redis.close();
+  });
+
+  it('counts the windows of one turn in one call, as calls in that order would', async () => {
+    const before = await evals();
+    const results = await Promise.all([
+      store.incrWindow('a', 60_000),
+      store.incrWindow('b', 60_000),
+      store.incrWindow('a', 60_000),
+      store.incrWindow('a', 60_000),
+      store.incrWindow('b', 60_000),
+      store.incrWindow('c', 500),
+    ]);
+    expect(results.map((r) => r.count)).toEqual([1, 1, 2, 3, 2, 1]);
+    for (const r of results.slice(0, 5)) {
+      expect(r.ttlMs).toBeGreaterThan(50_000);
+      expect(r.ttlMs).toBeLessThanOrEqual(60_000);
+    }
+    expect(results[5]?.ttlMs).toBeGreaterThan(0);
+    expect(results[5]?.ttlMs).toBeLessThanOrEqual(500);
+    expect((await evals()) - before).toBe(1);
+
+    // A later turn continues the same windows; a window that ended starts again from 1.
+    await new Promise((r) => setTimeout(r, 600));
+    const later = await Promise.all([store.incrWindow('a', 60_000), store.incrWindow('c', 500)]);
+    expect(later.map((r) => r.count)).toEqual([4, 1]);
+    expect((await evals()) - before).toBe(2);
+  });
+
+  it('splits a large turn into bounded calls and keeps every count', async () => {
+    const before = await evals();
+    const results = await Promise.all(
+      Array.from({ length: 600 }, (_, i) => store.incrWindow(`many:${i % 300}`, 60_000)),
+    );
+    // Each of the 300 keys was counted twice, the first time before the second.
+    expect(results.slice(0, 300).every((r) => r.count === 1)).toBe(true);
+    expect(results.slice(300).every((r) => r.count === 2)).toBe(true);
+    // 600 windows in calls of at most 256.
+    expect((await evals()) - before).toBe(3);
+  });
+
+  it('fails every window of a call while Redis is down, and counts again once it is back', async () => {
+    await redis.stop();
+    await vi.waitFor(() => expect(store.isReady()).toBe(false));
+    const down = await Promise.allSettled([store.incrWindow('d', 60_000), store.incrWindow('e', 60_000)]);
+    expect(down.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    await redis.start();
+    await vi.waitFor(() => expect(store.isReady()).toBe(true), { timeout: 10_000 });
+    const back = await Promise.all([store.incrWindow('d', 60_000), store.incrWindow('d', 60_000)]);
+    expect(back.map((r) => r.count)).toEqual([1, 2]);
+  });
+});
