@@ -3,6 +3,7 @@
 // window in the same order would give. A private Redis, so the command statistics are this test's alone.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createStore, type Store } from '../../src/infra/store.js';
+import { startRedisCluster } from '../helpers/redis-cluster.js';
 import { startRedisServer, type TestRedis } from '../helpers/redis-server.js';
 
 describe('store windows', () => {
@@ -73,5 +74,25 @@ describe('store windows', () => {
     await vi.waitFor(() => expect(store.isReady()).toBe(true), { timeout: 10_000 });
     const back = await Promise.all([store.incrWindow('d', 60_000), store.incrWindow('d', 60_000)]);
     expect(back.map((r) => r.count)).toEqual([1, 2]);
+  });
+});
+
+describe('store windows on a Redis Cluster', () => {
+  it('counts windows whose keys sit in different slots, one call each, with the same counts', async () => {
+    const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
+    const store = createStore({ url: cluster.url, cluster: true, prefix: 'windows:', commandTimeoutMs: 2_000 });
+    try {
+      await vi.waitFor(() => expect(store.isReady()).toBe(true), { timeout: 10_000 });
+      // Keys spread over the slots of all three masters: one multi-key script would be refused (CROSSSLOT).
+      const keys = Array.from({ length: 12 }, (_, i) => `spread:${i}`);
+      const first = await Promise.all(keys.map((k) => store.incrWindow(k, 60_000)));
+      const second = await Promise.all([...keys, keys[0] ?? ''].map((k) => store.incrWindow(k, 60_000)));
+      expect(first.map((r) => r.count)).toEqual(keys.map(() => 1));
+      expect(second.map((r) => r.count)).toEqual([...keys.map(() => 2), 3]);
+      for (const r of [...first, ...second]) expect(r.ttlMs).toBeGreaterThan(50_000);
+    } finally {
+      await store.close();
+      await cluster.close();
+    }
   });
 });
