@@ -64,7 +64,10 @@ export function cpuSecondsOfPort(port: number): number {
 
 /**
  * CPU seconds (user + system) of every process named `name` on the machine (e.g. `postgres`: the postmaster and
- * all its backends), or 0 when none can be read (Linux only). Processes that exited in between are not counted.
+ * all its backends), or 0 when none can be read (Linux only). A process that exits takes its own figures with it,
+ * but its parent's "waited-for children" figures (cutime, cstime) gain them once it is reaped, so they are counted
+ * too: a backend or autovacuum worker that ends during a load no longer makes the difference of two readings
+ * negative (list-scale printed -141 µs per request for the counts right after its seed).
  */
 export function cpuSecondsOfProcesses(name: string): number {
   let ticks = 0;
@@ -74,7 +77,8 @@ export function cpuSecondsOfProcesses(name: string): number {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue;
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
+      // utime, stime, cutime, cstime: the 14th to 17th fields.
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     } catch {
       // Exited meanwhile.
     }

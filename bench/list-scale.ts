@@ -5,7 +5,8 @@
 // with the reference's 0.71–0.97k req/s. Prints req/s, p50/p99 and the CPU per request of Herald and of PostgreSQL.
 //
 // Usage: npm run bench -- list-scale [--rows 500000] [--users 5000] [--rounds 2] [--duration 8] [--warmup 3]
-//        [--connections 100] [--signed-in 1]
+//        [--connections 100] [--signed-in 1] [--client-limits]
+//        --client-limits: the per-client limits on, as by default, but too high to refuse (bench/_lib.ts)
 //        --signed-in N: N signed-in users, each holding 1,000 rows, the requests spread round-robin over them (with
 //            one user every page in flight is the same one; with 100, nearly every page is another user's)
 //        npm run bench -- list-scale --profile [--path '/notification/list?limit=20&page=2']   # that path alone
@@ -16,6 +17,7 @@ import {
   cpuSecondsOfProcesses,
   flagArg,
   machineLoad,
+  COUNTING_CLIENT_LIMITS,
   NO_CLIENT_LIMITS,
   numberArg,
   printTable,
@@ -33,6 +35,8 @@ const warmup = numberArg('warmup', 3);
 const connections = numberArg('connections', 100);
 const signedIn = numberArg('signed-in', 1);
 const profile = flagArg('profile');
+// --client-limits: the per-client limits counting as by default (too high to refuse) instead of off.
+const clientLimits = flagArg('client-limits');
 const profilePath = stringArg('path', '/notification/list?limit=20&page=2');
 /** The reference's uncached page 2 in the issue's side-by-side runs (req/s, low and high). */
 const REFERENCE_PAGE2 = [710, 970] as const;
@@ -97,7 +101,7 @@ async function main() {
   const profileDir = profile ? scratchDir('herald-list-scale-prof-') : '';
   try {
     const herald = await startHerald(stack, {
-      env: NO_CLIENT_LIMITS,
+      env: clientLimits ? COUNTING_CLIENT_LIMITS : NO_CLIENT_LIMITS,
       ...(profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], name: 'herald-prof' } : {}),
     });
     try {
