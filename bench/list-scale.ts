@@ -13,11 +13,11 @@
 //            under --cpu-prof: top self-time functions and packages (bench/_profile.ts)
 import autocannon from 'autocannon';
 import {
+  COUNTING_CLIENT_LIMITS,
   cpuSecondsOfPort,
   cpuSecondsOfProcesses,
   flagArg,
   machineLoad,
-  COUNTING_CLIENT_LIMITS,
   NO_CLIENT_LIMITS,
   numberArg,
   printTable,

@@ -80,7 +80,12 @@ describe('store windows', () => {
 describe('store windows on a Redis Cluster', () => {
   it('counts windows whose keys sit in different slots, one call each, with the same counts', async () => {
     const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
-    const store = createStore({ url: cluster.url, cluster: true, prefix: 'windows:', commandTimeoutMs: 2_000 });
+    const store = createStore({
+      url: cluster.url,
+      cluster: true,
+      prefix: 'windows:',
+      commandTimeoutMs: 2_000,
+    });
     try {
       await vi.waitFor(() => expect(store.isReady()).toBe(true), { timeout: 10_000 });
       // Keys spread over the slots of all three masters: one multi-key script would be refused (CROSSSLOT).

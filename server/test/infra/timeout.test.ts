@@ -18,7 +18,10 @@ describe('withTimeout', () => {
     late(1);
     await expect(raced).rejects.toThrow('store timeout');
     // The rejection of a promise that lost the race is handled, not reported as unhandled.
-    const lost = withTimeout(new Promise<number>((_, reject) => setTimeout(() => reject(new Error('x')), 40)), 10);
+    const lost = withTimeout(
+      new Promise<number>((_, reject) => setTimeout(() => reject(new Error('x')), 40)),
+      10,
+    );
     await expect(lost).rejects.toThrow('timeout');
     await new Promise((r) => setTimeout(r, 60));
   });
