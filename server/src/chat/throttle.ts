@@ -37,6 +37,8 @@ export function createMessageThrottle(deps: ThrottleDeps): MessageThrottle {
     storeTimeoutMs: deps.storeTimeoutMs ?? 1_000,
     logger: deps.logger,
     countLocally: deps.isDegraded,
+    // On the send path: the count goes out at once, not at the end of a turn busy with other messages' fan-out.
+    now: true,
   });
   return { limit: deps.limit, windowMs: deps.windowMs, hit: limiter.hit, close: limiter.close };
 }

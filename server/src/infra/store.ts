@@ -20,8 +20,12 @@ export interface Store {
   del(...keys: string[]): Promise<void>;
   /** Atomically reads and deletes a key (one-time tokens). */
   getdel(key: string): Promise<string | null>;
-  /** Atomically increments a counter, setting its lifetime on first use; returns the value and ms left. */
-  incrWindow(key: string, windowMs: number): Promise<{ count: number; ttlMs: number }>;
+  /**
+   * Atomically increments a counter, setting its lifetime on first use; returns the value and ms left. The
+   * windows counted in one turn of the event loop go to Redis together, at the end of the turn; `now` sends this
+   * one at once instead, for a latency-critical path (a chat send's throttle), like `getNow`.
+   */
+  incrWindow(key: string, windowMs: number, now?: boolean): Promise<{ count: number; ttlMs: number }>;
   ping(): Promise<void>;
   isReady(): boolean;
   close(): Promise<void>;
@@ -207,19 +211,20 @@ function redisStoreOver(clients: NonNullable<Store['redis']>, p: string): Store 
     else
       for (let i = 0; i < taken.length; i += WINDOW_BATCH_MAX)
         groups.push(taken.slice(i, i + WINDOW_BATCH_MAX));
-    for (const group of groups) {
-      data.eval(INCR_WINDOWS, group.length, ...group.map((w) => w.key), ...group.map((w) => w.windowMs)).then(
-        (reply) => {
-          const flat = reply as number[];
-          group.forEach((w, i) => {
-            w.resolve({ count: Number(flat[2 * i]), ttlMs: Number(flat[2 * i + 1]) });
-          });
-        },
-        (err: unknown) => {
-          for (const w of group) w.reject(err);
-        },
-      );
-    }
+    for (const group of groups) countGroup(group);
+  };
+  const countGroup = (group: PendingWindow[]) => {
+    data.eval(INCR_WINDOWS, group.length, ...group.map((w) => w.key), ...group.map((w) => w.windowMs)).then(
+      (reply) => {
+        const flat = reply as number[];
+        group.forEach((w, i) => {
+          w.resolve({ count: Number(flat[2 * i]), ttlMs: Number(flat[2 * i + 1]) });
+        });
+      },
+      (err: unknown) => {
+        for (const w of group) w.reject(err);
+      },
+    );
   };
   return {
     kind: 'redis',
@@ -247,10 +252,15 @@ function redisStoreOver(clients: NonNullable<Store['redis']>, p: string): Store 
     async getdel(key) {
       return data.getdel(p + key);
     },
-    incrWindow(key, windowMs) {
+    incrWindow(key, windowMs, now) {
       return new Promise((resolve, reject) => {
+        const window = { key: p + key, windowMs: String(windowMs), resolve, reject };
+        if (now) {
+          countGroup([window]);
+          return;
+        }
         if (windows.length === 0) setImmediate(countWindows);
-        windows.push({ key: p + key, windowMs: String(windowMs), resolve, reject });
+        windows.push(window);
       });
     },
     async ping() {

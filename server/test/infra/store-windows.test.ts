@@ -53,6 +53,18 @@ describe('store windows', () => {
     expect((await evals()) - before).toBe(2);
   });
 
+  it('sends a window asked for now at once, ahead of the turn it was asked in', async () => {
+    const before = await evals();
+    const results = await Promise.all([
+      store.incrWindow('now:k', 60_000),
+      store.incrWindow('now:other', 60_000),
+      store.incrWindow('now:k', 60_000, true),
+    ]);
+    // The urgent count went out first, in a call of its own; the turn's two windows followed in one call.
+    expect(results.map((r) => r.count)).toEqual([2, 1, 1]);
+    expect((await evals()) - before).toBe(2);
+  });
+
   it('splits a large turn into bounded calls and keeps every count', async () => {
     const before = await evals();
     const results = await Promise.all(
