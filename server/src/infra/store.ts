@@ -180,7 +180,7 @@ function createRedisStore(url: string, options: StoreOptions): Store {
       // write: under load, one socket write per command cost more than the commands themselves.
       enableAutoPipelining: role === 'data',
       // …but ioredis keeps one auto-pipeline in flight per connection, so a command waits for the previous
-      // pipeline's round trip first. Scripts (rate-limit windows, cache versions: one per write, not per read)
+      // pipeline's round trip first. Scripts (the rate-limit windows, one call per turn; cache versions, one per write)
       // and MGET (`getNow`) skip it: on the chat send path this halved the store checks' wait under load
       // (docs/performance.md, chat at 2,000 sockets).
       autoPipeliningIgnoredCommands: ['eval', 'mget'],
