@@ -5,13 +5,23 @@
 // is shared, so absolute numbers drift with its load (printed with every table).
 //
 // Usage: npm run bench -- compare [--runs 1] [--duration 10] [--warmup 3] [--connections 100] [--only health,list]
+//        npm run bench -- compare --client-limits   # the per-client limits counting as by default (too high to
+//            refuse one user at full speed) instead of off: what a deployment's bookkeeping costs
 //        npm run bench -- compare --profile [--duration 10]   # one Herald process per path under node
 //            --cpu-prof; prints each path's top self-time functions and packages (bench/_profile.ts)
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { flagArg, machineLoad, NO_CLIENT_LIMITS, numberArg, printTable, stringArg } from './_lib.js';
+import {
+  COUNTING_CLIENT_LIMITS,
+  flagArg,
+  machineLoad,
+  NO_CLIENT_LIMITS,
+  numberArg,
+  printTable,
+  stringArg,
+} from './_lib.js';
 import { printProfileSummary, type Window } from './_profile.js';
 import {
   type BenchUser,
@@ -30,6 +40,7 @@ const duration = numberArg('duration', 10);
 const warmup = numberArg('warmup', 3);
 const connections = numberArg('connections', 100);
 const profile = flagArg('profile');
+const limitsEnv = flagArg('client-limits') ? COUNTING_CLIENT_LIMITS : NO_CLIENT_LIMITS;
 // A comma-separated subset of the paths by a word of their name (e.g. `--only health,list`); all by default.
 const only = stringArg('only', '');
 
@@ -101,7 +112,7 @@ async function bodiesOf(herald: ServerProcess, user: BenchUser): Promise<Record<
 }
 
 async function compare(stack: Stack) {
-  const herald = await startHerald(stack, { env: NO_CLIENT_LIMITS });
+  const herald = await startHerald(stack, { env: limitsEnv });
   const user = await seed(stack, herald);
   const baseline = await startBaseline(stack, await bodiesOf(herald, user));
   try {
@@ -147,7 +158,7 @@ async function profileEach(stack: Stack) {
     let window: Window | undefined;
     const sub = path.join(dir, p.path.replace(/\W+/g, '_'));
     const herald = await startHerald(stack, {
-      env: NO_CLIENT_LIMITS,
+      env: limitsEnv,
       nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${sub}`],
       name: 'herald-prof',
     });
