@@ -132,6 +132,11 @@ export const COUNTING_CLIENT_LIMITS: Record<string, string> = {
   CLIENT_RATE_LIMIT_PER_SECOND_PER_IP: '1000000000',
 };
 
+/** The per-client limits a benchmark starts Herald with: counting (`--client-limits`), else off. */
+export function clientLimitsEnv(): Record<string, string> {
+  return flagArg('client-limits') ? COUNTING_CLIENT_LIMITS : NO_CLIENT_LIMITS;
+}
+
 /**
  * The production liveness timings (config.ts defaults). The cluster harness shrinks them for tests (an instance
  * is dead after 3 s without a heartbeat); on a saturated machine a scale benchmark would then watch instances

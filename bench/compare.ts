@@ -13,15 +13,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import {
-  COUNTING_CLIENT_LIMITS,
-  flagArg,
-  machineLoad,
-  NO_CLIENT_LIMITS,
-  numberArg,
-  printTable,
-  stringArg,
-} from './_lib.js';
+import { clientLimitsEnv, flagArg, machineLoad, numberArg, printTable, stringArg } from './_lib.js';
 import { printProfileSummary, type Window } from './_profile.js';
 import {
   type BenchUser,
@@ -40,7 +32,7 @@ const duration = numberArg('duration', 10);
 const warmup = numberArg('warmup', 3);
 const connections = numberArg('connections', 100);
 const profile = flagArg('profile');
-const limitsEnv = flagArg('client-limits') ? COUNTING_CLIENT_LIMITS : NO_CLIENT_LIMITS;
+const limitsEnv = clientLimitsEnv();
 // A comma-separated subset of the paths by a word of their name (e.g. `--only health,list`); all by default.
 const only = stringArg('only', '');
 

@@ -10,11 +10,10 @@
 //            another route) alone under --cpu-prof: top self-time functions and packages (bench/_profile.ts)
 import autocannon from 'autocannon';
 import {
-  COUNTING_CLIENT_LIMITS,
+  clientLimitsEnv,
   cpuSecondsOfPort,
   flagArg,
   machineLoad,
-  NO_CLIENT_LIMITS,
   numberArg,
   printTable,
   stringArg,
@@ -27,7 +26,6 @@ const duration = numberArg('duration', 8);
 const warmup = numberArg('warmup', 3);
 const connections = numberArg('connections', 100);
 const profile = flagArg('profile');
-const clientLimits = flagArg('client-limits');
 // --profile-path /health: profile another route with the same cookie (what the per-request pipeline costs alone).
 const profilePath = stringArg('profile-path', '/auth/get-session');
 const profileDir = profile ? scratchDir('herald-get-session-prof-') : '';
@@ -70,7 +68,7 @@ async function main() {
   const stack = await startStack();
   try {
     const herald = await startHerald(stack, {
-      env: clientLimits ? COUNTING_CLIENT_LIMITS : NO_CLIENT_LIMITS,
+      env: clientLimitsEnv(),
       ...(profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], name: 'herald-prof' } : {}),
     });
     const user = await createUser(herald.url, stack.smtp, 'session');

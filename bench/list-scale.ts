@@ -13,12 +13,11 @@
 //            under --cpu-prof: top self-time functions and packages (bench/_profile.ts)
 import autocannon from 'autocannon';
 import {
-  COUNTING_CLIENT_LIMITS,
+  clientLimitsEnv,
   cpuSecondsOfPort,
   cpuSecondsOfProcesses,
   flagArg,
   machineLoad,
-  NO_CLIENT_LIMITS,
   numberArg,
   printTable,
   stringArg,
@@ -35,8 +34,6 @@ const warmup = numberArg('warmup', 3);
 const connections = numberArg('connections', 100);
 const signedIn = numberArg('signed-in', 1);
 const profile = flagArg('profile');
-// --client-limits: the per-client limits counting as by default (too high to refuse) instead of off.
-const clientLimits = flagArg('client-limits');
 const profilePath = stringArg('path', '/notification/list?limit=20&page=2');
 /** The reference's uncached page 2 in the issue's side-by-side runs (req/s, low and high). */
 const REFERENCE_PAGE2 = [710, 970] as const;
@@ -101,7 +98,7 @@ async function main() {
   const profileDir = profile ? scratchDir('herald-list-scale-prof-') : '';
   try {
     const herald = await startHerald(stack, {
-      env: clientLimits ? COUNTING_CLIENT_LIMITS : NO_CLIENT_LIMITS,
+      env: clientLimitsEnv(),
       ...(profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], name: 'herald-prof' } : {}),
     });
     try {
