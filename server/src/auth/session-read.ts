@@ -60,6 +60,49 @@ interface Rendered {
   userId: string;
   createdAtMs: number;
   expiresAtMs: number;
+  /** The snapshot cookie's parts that do not depend on the clock, made on the record's first answer. */
+  snapshot?: SnapshotParts;
+}
+
+/**
+ * The snapshot cookie up to its issue time, prepared once per record. The cookie is re-signed and re-encoded on
+ * every answer (its `updatedAt` and `expiresAt` move with the clock), but everything before `updatedAt` (the
+ * session and user, ~1.4 KB) is the same each time: it is kept as the UTF-8 bytes the signature starts with and
+ * as base64url already encoded, so an answer signs and encodes only its last ~100 bytes.
+ */
+export interface SnapshotParts {
+  /** `{"session":<session>,"user":<user>,"updatedAt":` in UTF-8: the signed text before the clock. */
+  signedHead: Buffer;
+  /** base64url of the cookie's JSON before the clock, for its longest prefix of whole 3-byte groups. */
+  valueHead: string;
+  /** The 0–2 bytes of that JSON after `valueHead`, encoded per answer together with the rest. */
+  valueCarry: Buffer;
+}
+
+export function snapshotParts(sessionJson: string, userJson: string): SnapshotParts {
+  const head = `"session":${sessionJson},"user":${userJson},"updatedAt":`;
+  const value = Buffer.from(`{"session":{${head}`);
+  const whole = value.length - (value.length % 3);
+  return {
+    signedHead: Buffer.from(`{${head}`),
+    valueHead: value.subarray(0, whole).toString('base64url'),
+    valueCarry: Buffer.from(value.subarray(whole)),
+  };
+}
+
+/**
+ * better-auth's snapshot cookie value (cookies/index setCookieCache, "compact" strategy): base64url of
+ * `{ session: { session, user, updatedAt, version }, expiresAt, signature }`, the signature an HMAC-SHA256 of the
+ * same object with `expiresAt` folded in, issued at `now`.
+ */
+export function snapshotValue(parts: SnapshotParts, key: KeyObject, now: number, maxAgeS: number): string {
+  const expiresAt = now + maxAgeS * 1000;
+  const signature = createHmac('sha256', key)
+    .update(parts.signedHead)
+    .update(`${now},"version":"1","expiresAt":${expiresAt}}`)
+    .digest('base64url');
+  const tail = Buffer.from(`${now},"version":"1"},"expiresAt":${expiresAt},"signature":"${signature}"}`);
+  return parts.valueHead + Buffer.concat([parts.valueCarry, tail]).toString('base64url');
 }
 
 /**
@@ -166,21 +209,10 @@ export function createGetSessionFastPath(auth: Auth, deps: GetSessionFastPathDep
   let settings: Promise<Settings | null> | undefined;
   const rendered = new BoundedMap<Rendered>(10_000);
 
-  /**
-   * better-auth's snapshot cookie (cookies/index setCookieCache, "compact" strategy): base64url of
-   * `{ session: { session, user, updatedAt, version }, expiresAt, signature }`, the signature an HMAC-SHA256 of
-   * the same object with `expiresAt` folded in. Written from the cached JSON halves, in better-auth's key order.
-   */
+  /** The snapshot cookie for this record, issued now (snapshotValue), or null when better-auth would chunk it. */
   const snapshotCookie = (r: Rendered, s: Settings): string | null => {
-    const now = Date.now();
-    const expiresAt = now + s.maxAgeS * 1000;
-    const data = `{"session":${r.sessionJson},"user":${r.userJson},"updatedAt":${now},"version":"1"`;
-    const signature = createHmac('sha256', s.secretKey)
-      .update(`${data},"expiresAt":${expiresAt}}`)
-      .digest('base64url');
-    const value = Buffer.from(
-      `{"session":${data}},"expiresAt":${expiresAt},"signature":"${signature}"}`,
-    ).toString('base64url');
+    r.snapshot ??= snapshotParts(r.sessionJson, r.userJson);
+    const value = snapshotValue(r.snapshot, s.secretKey, Date.now(), s.maxAgeS);
     if (value.length > s.maxDataValue) return null;
     return `${s.dataCookie}=${value}${s.dataCookieSuffix}`;
   };

@@ -1,6 +1,7 @@
-// The store's fixed-window counter (infra/store.ts incrWindow), which every per-key limit counts through: the
-// windows counted in one turn of the event loop go to Redis as one script call, with the counts one call per
-// window in the same order would give. A private Redis, so the command statistics are this test's alone.
+// What the store sends together (infra/store.ts). The fixed-window counter (incrWindow), which every per-key limit
+// counts through: the windows counted in one turn of the event loop go to Redis as one script call, with the
+// counts one call per window in the same order would give. Reads (get), which every session check goes through:
+// the keys read in one turn go as one MGET. A private Redis, so the command statistics are this test's alone.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createStore, type Store } from '../../src/infra/store.js';
 import { startRedisCluster } from '../helpers/redis-cluster.js';
@@ -10,11 +11,12 @@ describe('store windows', () => {
   let redis: TestRedis;
   let store: Store;
 
-  /** How many EVAL commands the private Redis has run. */
-  const evals = async (): Promise<number> => {
+  /** How many times the private Redis has run a command. */
+  const calls = async (command: string): Promise<number> => {
     const info = String(await store.redis?.data.info('commandstats'));
-    return Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
+    return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
   };
+  const evals = () => calls('eval');
 
   beforeAll(async () => {
     redis = await startRedisServer();
@@ -89,8 +91,70 @@ describe('store windows', () => {
   });
 });
 
-describe('store windows on a Redis Cluster', () => {
-  it('counts windows whose keys sit in different slots, one call each, with the same counts', async () => {
+describe('store reads', () => {
+  let redis: TestRedis;
+  let store: Store;
+  const calls = async (command: string): Promise<number> => {
+    const info = String(await store.redis?.data.info('commandstats'));
+    return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+  };
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    store = createStore({ url: redis.url, prefix: 'reads:', commandTimeoutMs: 2_000 });
+    await vi.waitFor(() => expect(store.isReady()).toBe(true));
+  });
+
+  afterAll(async () => {
+    await store.close();
+    await redis.close();
+  });
+
+  it('answers the reads of one turn from one MGET per 256 keys, each with its own value', async () => {
+    await Promise.all(
+      Array.from({ length: 150 }, (_, i) => store.set(`k:${i}`, `value ${i} ${'é'.repeat(i)}`)),
+    );
+    const [gets, mgets] = [await calls('get'), await calls('mget')];
+    // 300 reads: present keys, absent ones and repeats, in an order that is neither.
+    const keys = Array.from({ length: 300 }, (_, i) => `k:${(i * 7) % 200}`);
+    const values = await Promise.all(keys.map((k) => store.get(k)));
+    values.forEach((v, i) => {
+      const n = (i * 7) % 200;
+      expect(v).toBe(n < 150 ? `value ${n} ${'é'.repeat(n)}` : null);
+    });
+    expect((await calls('mget')) - mgets).toBe(2);
+    expect((await calls('get')) - gets).toBe(0);
+    // Reads of a later turn go in a call of their own.
+    expect(await store.get('k:3')).toBe(`value 3 ${'é'.repeat(3)}`);
+    expect((await calls('mget')) - mgets).toBe(3);
+  });
+
+  it('sees a write asked for earlier in the same turn, never an older value', async () => {
+    await store.set('w', 'old');
+    const set = store.set('w', 'new');
+    const read = store.get('w');
+    const del = store.del('w');
+    await Promise.all([set, del]);
+    // Sent no sooner than asked: after the write (and here after the delete that followed it in the same turn).
+    expect(await read).not.toBe('old');
+    expect(await store.get('w')).toBeNull();
+  });
+
+  it('fails every read of a call while Redis is down, and reads again once it is back', async () => {
+    await store.set('r', 'kept');
+    await redis.stop();
+    await vi.waitFor(() => expect(store.isReady()).toBe(false));
+    const down = await Promise.allSettled([store.get('r'), store.get('s')]);
+    expect(down.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    await redis.start();
+    await vi.waitFor(() => expect(store.isReady()).toBe(true), { timeout: 10_000 });
+    await store.set('r', 'again');
+    expect(await Promise.all([store.get('r'), store.get('s')])).toEqual(['again', null]);
+  });
+});
+
+describe('store windows and reads on a Redis Cluster', () => {
+  it('counts windows and reads keys that sit in different slots, one call each, with the same answers', async () => {
     const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
     const store = createStore({
       url: cluster.url,
@@ -107,6 +171,10 @@ describe('store windows on a Redis Cluster', () => {
       expect(first.map((r) => r.count)).toEqual(keys.map(() => 1));
       expect(second.map((r) => r.count)).toEqual([...keys.map(() => 2), 3]);
       for (const r of [...first, ...second]) expect(r.ttlMs).toBeGreaterThan(50_000);
+      // Reads of keys in different slots in one turn: one MGET would be refused (CROSSSLOT) as well.
+      await Promise.all(keys.slice(0, 6).map((k) => store.set(`read:${k}`, k)));
+      const read = await Promise.all(keys.map((k) => store.get(`read:${k}`)));
+      expect(read).toEqual(keys.map((k, i) => (i < 6 ? k : null)));
     } finally {
       await store.close();
       await cluster.close();
