@@ -2,6 +2,7 @@
 // plain connections to one Redis, or Cluster clients (one connection per master each) with CACHE_CLUSTER=true —
 // or an in-process store for the embedded single-instance default.
 import { Cluster, type ClusterNode, type Command, Redis } from 'ioredis';
+import { createTurnBatch } from './turn-batch.js';
 
 /** A client of either shape: the real-time layer only uses commands both have. */
 export type StoreClient = Redis | Cluster;
@@ -58,19 +59,6 @@ const WINDOW_BATCH_MAX = 256;
 
 /** Keys read by one MGET at most: a session record is ~1.5 KB, so one reply stays within a few hundred KB. */
 const READ_BATCH_MAX = 256;
-
-interface PendingRead {
-  key: string;
-  resolve(value: string | null): void;
-  reject(err: unknown): void;
-}
-
-interface PendingWindow {
-  key: string;
-  windowMs: string;
-  resolve(value: { count: number; ttlMs: number }): void;
-  reject(err: unknown): void;
-}
 
 export interface StoreOptions {
   /** One URL, or with `cluster` a comma-separated list of seed nodes. */
@@ -216,64 +204,28 @@ function redisStoreOver(clients: NonNullable<Store['redis']>, p: string): Store 
   // configuration (docs/performance.md, "Per-client limits"). Every window counted in one turn of the event loop
   // (the requests that one read of the sockets brought) goes out as one script instead, with the same counts as
   // one call per window in that order. On a cluster the keys sit in different slots: one call per window there.
-  let windows: PendingWindow[] = [];
-  const countWindows = () => {
-    const taken = windows;
-    windows = [];
-    const groups: PendingWindow[][] = [];
-    if (clients.cluster) for (const w of taken) groups.push([w]);
-    else
-      for (let i = 0; i < taken.length; i += WINDOW_BATCH_MAX)
-        groups.push(taken.slice(i, i + WINDOW_BATCH_MAX));
-    for (const group of groups) countGroup(group);
-  };
-  const countGroup = (group: PendingWindow[]) => {
-    data.eval(INCR_WINDOWS, group.length, ...group.map((w) => w.key), ...group.map((w) => w.windowMs)).then(
-      (reply) => {
-        const flat = reply as number[];
-        group.forEach((w, i) => {
-          w.resolve({ count: Number(flat[2 * i]), ttlMs: Number(flat[2 * i + 1]) });
-        });
-      },
-      (err: unknown) => {
-        for (const w of group) w.reject(err);
-      },
-    );
-  };
+  const windows = createTurnBatch(async (group: { key: string; windowMs: string }[]) => {
+    const flat = (await data.eval(
+      INCR_WINDOWS,
+      group.length,
+      ...group.map((w) => w.key),
+      ...group.map((w) => w.windowMs),
+    )) as number[];
+    return group.map((_, i) => ({ count: Number(flat[2 * i]), ttlMs: Number(flat[2 * i + 1]) }));
+  }, WINDOW_BATCH_MAX);
   // Reads: every authenticated request reads its session record (the get-session fast path also the user's
   // revocation mark), each a GET of its own. In ioredis a command costs 12–15 µs of CPU beyond its reply (its
   // object, promise, timeout timer and a share of the auto-pipeline), against 2–4 µs per key of an MGET
   // (docs/performance.md "Reads of one turn as one MGET"). So the reads of one turn go out as one MGET, sent at the
   // end of the turn outside the auto-pipeline (autoPipeliningIgnoredCommands). A cluster keeps one GET per key:
   // keys of different slots cannot share an MGET.
-  let reads: PendingRead[] = [];
-  const readKeys = () => {
-    const taken = reads;
-    reads = [];
-    for (let i = 0; i < taken.length; i += READ_BATCH_MAX) {
-      const group = taken.slice(i, i + READ_BATCH_MAX);
-      data.mget(...group.map((r) => r.key)).then(
-        (values) => {
-          group.forEach((r, j) => {
-            r.resolve(values[j] ?? null);
-          });
-        },
-        (err: unknown) => {
-          for (const r of group) r.reject(err);
-        },
-      );
-    }
-  };
+  const reads = createTurnBatch((keys: string[]) => data.mget(...keys), READ_BATCH_MAX);
   return {
     kind: 'redis',
     prefix: p,
     redis: clients,
     get(key) {
-      if (clients.cluster) return data.get(p + key);
-      return new Promise((resolve, reject) => {
-        if (reads.length === 0) setImmediate(readKeys);
-        reads.push({ key: p + key, resolve, reject });
-      });
+      return clients.cluster ? data.get(p + key) : reads.add(p + key);
     },
     async getNow(key) {
       // MGET of one key is GET outside the auto-pipeline (see autoPipeliningIgnoredCommands); in a cluster one key
@@ -295,15 +247,8 @@ function redisStoreOver(clients: NonNullable<Store['redis']>, p: string): Store 
       return data.getdel(p + key);
     },
     incrWindow(key, windowMs, now) {
-      return new Promise((resolve, reject) => {
-        const window = { key: p + key, windowMs: String(windowMs), resolve, reject };
-        if (now) {
-          countGroup([window]);
-          return;
-        }
-        if (windows.length === 0) setImmediate(countWindows);
-        windows.push(window);
-      });
+      const window = { key: p + key, windowMs: String(windowMs) };
+      return now || clients.cluster ? windows.now(window) : windows.add(window);
     },
     async ping() {
       await data.ping();

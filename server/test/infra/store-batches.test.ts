@@ -2,8 +2,11 @@
 // counts through: the windows counted in one turn of the event loop go to Redis as one script call, with the
 // counts one call per window in the same order would give. Reads (get), which every session check goes through:
 // the keys read in one turn go as one MGET. A private Redis, so the command statistics are this test's alone.
+
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createStore, type Store } from '../../src/infra/store.js';
+import { createUnreadCache } from '../../src/notifications/unread-cache.js';
 import { startRedisCluster } from '../helpers/redis-cluster.js';
 import { startRedisServer, type TestRedis } from '../helpers/redis-server.js';
 
@@ -138,6 +141,43 @@ describe('store reads', () => {
     // Sent no sooner than asked: after the write (and here after the delete that followed it in the same turn).
     expect(await read).not.toBe('old');
     expect(await store.get('w')).toBeNull();
+  });
+
+  it("answers the unread cache's hash reads of one turn from one script call", async () => {
+    const counted: string[] = [];
+    const cache = createUnreadCache({
+      store,
+      logger: pino({ level: 'silent' }),
+      // The database's count, as the service's loader answers it: known per user here.
+      countFromDb: async (userId) => {
+        counted.push(userId);
+        return Number(userId.slice(1));
+      },
+    });
+    try {
+      const users = Array.from({ length: 20 }, (_, i) => `u${i}`);
+      // First turn: every count misses and is loaded, then kept for the next readers.
+      expect(await Promise.all(users.map((u) => cache.get(u)))).toEqual(users.map((_, i) => i));
+      expect(counted).toHaveLength(20);
+      const [evals, hmgets] = [await calls('eval'), await calls('hmget')];
+      // Second turn: every count from the cache, and the positions with them, in one script call.
+      const [counts, positions] = await Promise.all([
+        Promise.all(users.map((u) => cache.get(u))),
+        Promise.all(users.map((u) => cache.position(u))),
+      ]);
+      expect(counts).toEqual(users.map((_, i) => i));
+      expect(positions).toEqual(users.map(() => null));
+      expect(counted).toHaveLength(20);
+      // Redis counts the HMGETs the script ran too: 40, all inside that one call.
+      expect((await calls('eval')) - evals).toBe(1);
+      expect((await calls('hmget')) - hmgets).toBe(40);
+      // A change is seen by the next read: the count is loaded again.
+      await cache.invalidate(['u3']);
+      expect(await cache.get('u3')).toBe(3);
+      expect(counted).toEqual([...users, 'u3']);
+    } finally {
+      cache.close();
+    }
   });
 
   it('fails every read of a call while Redis is down, and reads again once it is back', async () => {
