@@ -241,7 +241,8 @@ function createRedisUnreadCache(
   // single-key script per user on a cluster (keys of different users live in different slots).
   const key = (userId: string) => `${prefix}notif:unread:${userId}`;
   // The page has a key of its own (its own, shorter TTL); its version is checked against the counter's hash.
-  const pageKey = (userId: string) => `${prefix}notif:page:${userId}`;
+  // Without the prefix: read through `store.get`, which adds it and joins the turn's MGET.
+  const pageName = (userId: string) => `notif:page:${userId}`;
   // Users whose bump failed (store down). Until each is bumped, their cache is bypassed on this instance and
   // retried in the background; the bump lands before any reader on any instance can see a stale value
   // as soon as the store is back, because every cached entry of theirs predates the change.
@@ -350,11 +351,14 @@ function createRedisUnreadCache(
       let version: string;
       let position: WalPosition | null;
       try {
-        // Sent together (auto-pipelined, in this order): one round trip. The position comes with the version, so a
-        // page loaded from a replica that has replayed it is at least as new as that version.
+        // Sent together, each with its turn's other reads (the hash read's script call, the store's MGET): one round
+        // trip. Their order does not matter: an entry is served only under the version it was stored with, which
+        // was read before its page was loaded, so an entry read before or after the version is never older than
+        // it. The position comes with the version, so a page loaded from a replica that has replayed it is at least
+        // as new as that version.
         const [[v, l], entry] = await Promise.all([
-          redis.hmget(key(userId), 'v', 'l'),
-          redis.get(pageKey(userId)),
+          hmget(userId, 'v', 'l'),
+          deps.store.get(pageName(userId)),
         ]);
         position = l ?? null;
         if (v === null || v === undefined) {
@@ -369,7 +373,7 @@ function createRedisUnreadCache(
       }
       const json = await load(position);
       try {
-        await redis.set(pageKey(userId), pageEntry(version, signature, json), 'PX', PAGE_TTL_MS);
+        await redis.set(prefix + pageName(userId), pageEntry(version, signature, json), 'PX', PAGE_TTL_MS);
       } catch {
         // Not cached this time; the next reader tries again.
       }
