@@ -77,10 +77,15 @@ async function waitForHttp(url: string, child: ChildProcess, logFile: string, ti
   throw new Error(`${url} never answered 200; see ${logFile}`);
 }
 
-function launch(args: string[], env: Record<string, string>, logFile: string): ChildProcess {
+function launch(
+  args: string[],
+  env: Record<string, string>,
+  logFile: string,
+  cwd = SERVER_DIR,
+): ChildProcess {
   const fd = openSync(logFile, 'a');
   const child = spawn(process.execPath, args, {
-    cwd: SERVER_DIR,
+    cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', fd, fd],
   });
@@ -106,7 +111,13 @@ function stopper(child: ChildProcess) {
  */
 export async function startHerald(
   stack: Stack,
-  opts: { env?: Record<string, string>; nodeArgs?: string[]; name?: string } = {},
+  opts: {
+    env?: Record<string, string>;
+    nodeArgs?: string[];
+    name?: string;
+    /** Another tree's `server/` (a worktree of another commit): that code, on the same stack. */
+    serverDir?: string;
+  } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const logFile = path.join(stack.dir, `${opts.name ?? 'herald'}-${port}.log`);
@@ -131,6 +142,7 @@ export async function startHerald(
       ...opts.env,
     },
     logFile,
+    opts.serverDir,
   );
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/health`, child, logFile);

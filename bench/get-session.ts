@@ -8,6 +8,9 @@
 //            enough never to refuse) instead of off
 //        npm run bench -- get-session --profile [--duration 8] [--profile-path /health]   # the fast path (or
 //            another route) alone under --cpu-prof: top self-time functions and packages (bench/_profile.ts)
+//        npm run bench -- get-session --against /tmp/base/server   # a second Herald from another tree's server/
+//            (scripts/bench-worktree.sh) on the same stack, its loads alternating with this tree's in every round:
+//            a before/after pair under the same machine load, which separate runs on this VM are not
 import autocannon from 'autocannon';
 import {
   clientLimitsEnv,
@@ -29,6 +32,7 @@ const profile = flagArg('profile');
 // --profile-path /health: profile another route with the same cookie (what the per-request pipeline costs alone).
 const profilePath = stringArg('profile-path', '/auth/get-session');
 const profileDir = profile ? scratchDir('herald-get-session-prof-') : '';
+const against = stringArg('against', '');
 
 interface Load {
   rps: number;
@@ -92,6 +96,9 @@ async function main() {
       return;
     }
     const baseline = await startBaseline(stack, { '/health': { status: 'ok' }, '/auth/get-session': body });
+    const other = against
+      ? await startHerald(stack, { env: clientLimitsEnv(), serverDir: against, name: 'herald-against' })
+      : undefined;
     const loads = [
       {
         name: 'Herald GET /auth/get-session (fast path)',
@@ -115,8 +122,25 @@ async function main() {
         url: `${herald.url}/auth/get-session?disableCookieCache=true`,
         cookie: user.cookie,
       },
+      // The same three Herald loads on the other tree's server (--against), after this tree's in every round.
+      ...(other
+        ? [
+            {
+              name: `against: GET /auth/get-session (fast path)`,
+              url: `${other.url}/auth/get-session`,
+              cookie: user.cookie,
+            },
+            { name: 'against: GET /health', url: `${other.url}/health`, cookie: undefined },
+            {
+              name: 'against: GET /notification/unread-count',
+              url: `${other.url}/notification/unread-count`,
+              cookie: user.cookie,
+            },
+          ]
+        : []),
     ];
     try {
+      if (other) console.log(`against: ${against} (pid ${other.pid}, log ${other.logFile})`);
       console.log(`Herald pid ${herald.pid} (log ${herald.logFile}), baseline pid ${baseline.pid}`);
       for (const l of loads) await load(l.url, l.cookie, warmup);
       const results: Load[][] = loads.map(() => []);
@@ -171,7 +195,15 @@ async function main() {
       console.log(
         `server CPU per request: fast path ${fast.cpuUs} µs, bare route ${bare.cpuUs} µs, /health ${health.cpuUs} µs, better-auth path ${slow.cpuUs} µs`,
       );
+      if (other) {
+        const [oFast, oHealth, oUnread] = med.slice(5) as [Median, Median, Median];
+        const unread = med[3] as Median;
+        console.log(
+          `against (${against}): fast path ${ratio(oFast.rps, bare.rps)} × the bare route, ${oFast.cpuUs} µs per request (this tree ${fast.cpuUs}); /health ${oHealth.cpuUs} µs (${health.cpuUs}); unread-count ${oUnread.rps} req/s, ${oUnread.cpuUs} µs (${unread.rps}, ${unread.cpuUs})`,
+        );
+      }
     } finally {
+      await other?.stop();
       await baseline.stop();
       await herald.stop();
     }
