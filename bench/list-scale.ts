@@ -11,6 +11,8 @@
 //            one user every page in flight is the same one; with 100, nearly every page is another user's)
 //        npm run bench -- list-scale --profile [--path '/notification/list?limit=20&page=2']   # that path alone
 //            under --cpu-prof: top self-time functions and packages (bench/_profile.ts)
+//        npm run bench -- list-scale --against /tmp/base/server   # another tree's server/ on the same stack and
+//            data, each load run on it right after this tree's (a before/after pair under the same machine load)
 import autocannon from 'autocannon';
 import {
   clientLimitsEnv,
@@ -35,6 +37,7 @@ const connections = numberArg('connections', 100);
 const signedIn = numberArg('signed-in', 1);
 const profile = flagArg('profile');
 const profilePath = stringArg('path', '/notification/list?limit=20&page=2');
+const against = stringArg('against', '');
 /** The reference's uncached page 2 in the issue's side-by-side runs (req/s, low and high). */
 const REFERENCE_PAGE2 = [710, 970] as const;
 
@@ -127,6 +130,12 @@ async function main() {
           throw new Error(`${p.path}: expected a full page of 20, got ${JSON.stringify(body).slice(0, 200)}`);
         }
       }
+      const other = against
+        ? await startHerald(stack, { env: clientLimitsEnv(), serverDir: against, name: 'herald-against' })
+        : undefined;
+      if (other) console.log(`against: ${against} (pid ${other.pid}, log ${other.logFile})`);
+      // This tree's server, then the other one's (--against), for every load.
+      const servers = other ? [herald, other] : [herald];
       if (profile) {
         const url = herald.url + profilePath;
         await load(url, cookies, warmup);
@@ -136,21 +145,23 @@ async function main() {
         });
         return;
       }
-      for (const p of PATHS) await load(herald.url + p.path, cookies, warmup);
+      for (const server of servers) for (const p of PATHS) await load(server.url + p.path, cookies, warmup);
       for (let round = 1; round <= rounds; round++) {
         const before = machineLoad();
         const rows = [];
         for (const p of PATHS) {
-          const r = await load(herald.url + p.path, cookies, duration);
-          rows.push({
-            load: p.name,
-            'req/s': r.rps,
-            'p50 ms': r.p50,
-            'p99 ms': r.p99,
-            'Herald CPU µs/req': r.heraldUs,
-            'PostgreSQL CPU µs/req': r.pgUs,
-            'non-2xx/err': r.bad,
-          });
+          for (const server of servers) {
+            const r = await load(server.url + p.path, cookies, duration);
+            rows.push({
+              load: server === herald ? p.name : `against: ${p.name}`,
+              'req/s': r.rps,
+              'p50 ms': r.p50,
+              'p99 ms': r.p99,
+              'Herald CPU µs/req': r.heraldUs,
+              'PostgreSQL CPU µs/req': r.pgUs,
+              'non-2xx/err': r.bad,
+            });
+          }
         }
         console.log(
           `\nround ${round}/${rounds}: ${connections} connections over ${signedIn} signed-in user(s), ${duration} s per load`,
@@ -163,6 +174,7 @@ async function main() {
             `${(page2 / REFERENCE_PAGE2[1]).toFixed(1)}–${(page2 / REFERENCE_PAGE2[0]).toFixed(1)}×`,
         );
       }
+      await other?.stop();
     } finally {
       await herald.stop();
     }
