@@ -10,27 +10,29 @@ import { createUnreadCache } from '../../src/notifications/unread-cache.js';
 import { startRedisCluster } from '../helpers/redis-cluster.js';
 import { startRedisServer, type TestRedis } from '../helpers/redis-server.js';
 
+// One private Redis for the single-Redis blocks (their keys do not overlap).
+let redis: TestRedis;
+let store: Store;
+
+/** How many times the private Redis has run a command. */
+const calls = async (command: string): Promise<number> => {
+  const info = String(await store.redis?.data.info('commandstats'));
+  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+};
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  store = createStore({ url: redis.url, prefix: 'batches:', commandTimeoutMs: 2_000 });
+  await vi.waitFor(() => expect(store.isReady()).toBe(true));
+});
+
+afterAll(async () => {
+  await store.close();
+  await redis.close();
+});
+
 describe('store windows', () => {
-  let redis: TestRedis;
-  let store: Store;
-
-  /** How many times the private Redis has run a command. */
-  const calls = async (command: string): Promise<number> => {
-    const info = String(await store.redis?.data.info('commandstats'));
-    return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
-  };
   const evals = () => calls('eval');
-
-  beforeAll(async () => {
-    redis = await startRedisServer();
-    store = createStore({ url: redis.url, prefix: 'windows:', commandTimeoutMs: 2_000 });
-    await vi.waitFor(() => expect(store.isReady()).toBe(true));
-  });
-
-  afterAll(async () => {
-    await store.close();
-    await redis.close();
-  });
 
   it('counts the windows of one turn in one call, as calls in that order would', async () => {
     const before = await evals();
@@ -95,24 +97,6 @@ describe('store windows', () => {
 });
 
 describe('store reads', () => {
-  let redis: TestRedis;
-  let store: Store;
-  const calls = async (command: string): Promise<number> => {
-    const info = String(await store.redis?.data.info('commandstats'));
-    return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
-  };
-
-  beforeAll(async () => {
-    redis = await startRedisServer();
-    store = createStore({ url: redis.url, prefix: 'reads:', commandTimeoutMs: 2_000 });
-    await vi.waitFor(() => expect(store.isReady()).toBe(true));
-  });
-
-  afterAll(async () => {
-    await store.close();
-    await redis.close();
-  });
-
   it('answers the reads of one turn from one MGET per 256 keys, each with its own value', async () => {
     await Promise.all(
       Array.from({ length: 150 }, (_, i) => store.set(`k:${i}`, `value ${i} ${'é'.repeat(i)}`)),
