@@ -1,7 +1,8 @@
 // Owns sending the store commands asked for in one turn of the event loop as one command at the end of the turn
-// (docs/architecture.md "Per second", "Reads of one turn"): under load one read of the sockets brings many
-// requests, each asking the store something small, and in ioredis a command of its own costs 12-15 µs of CPU
-// beyond its reply. The rate-limit windows, the plain reads and the unread cache's hash reads go this way.
+// (docs/architecture.md "Per second"; docs/performance.md "Reads of one turn as one MGET"): under load one read
+// of the sockets brings many requests, each asking the store something small, and in ioredis a command of its own
+// costs 12-15 µs of CPU beyond its reply. The rate-limit windows, the plain reads and the unread cache's hash
+// reads go this way.
 
 interface Pending<I, R> {
   item: I;
