@@ -46,6 +46,11 @@ describe('notification SSE stream', () => {
     expect(c.headers['content-type']).toContain('text/event-stream');
     expect(c.headers['cache-control']).toContain('no-cache');
     expect(c.headers['x-accel-buffering']).toBe('no');
+    // The stream writes its own head: it still carries the request id and the security headers every response has.
+    expect(c.headers['x-request-id']).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
+    expect(c.headers['x-content-type-options']).toBe('nosniff');
     const connected = await c.waitFor(() => true);
     expect(connected.event).toBe('connected');
     expect(connected.data).toMatchObject({ type: 'connected', userId: u.id, unreadCount: 1 });
