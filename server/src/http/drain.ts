@@ -44,12 +44,26 @@ const FRESH_CONNECTION_WAIT_MS = 1_000;
 
 const CUT_SHORT_MESSAGE = 'The server is shutting down; retry the request (on another instance)';
 
+/**
+ * What the drain keeps per connection, on the socket itself: whether its first request has yet to start, and the
+ * replies it has received that have not closed yet (more than one only with HTTP pipelining).
+ */
+interface Tracked {
+  fresh: boolean;
+  replies: FastifyReply[];
+}
+const kTracked = Symbol('herald.drain');
+type TrackedSocket = Socket & { [kTracked]?: Tracked };
+type TrackedResponse = ServerResponse & { [kTracked]?: Tracked };
+
 export function installRequestDrain(app: FastifyInstance, options: DrainOptions): RequestDrain {
-  // By response: the shared close listener below finds its reply from the response it fires on.
-  const inFlight = new Map<ServerResponse, FastifyReply>();
-  // Connections accepted whose first request has not started yet: the client has (almost certainly) sent it, so
-  // the drain waits for them too rather than closing them under that request.
-  const fresh = new Set<Socket>();
+  // The open connections. Requests are found through their connection, never kept in a collection of their own:
+  // a Map or Set that takes in and drops a young object per request keeps the dropped ones reachable from its
+  // old-space table until the next full collection, so every scavenge copied and promoted the requests in flight
+  // with everything they referenced (~12 MB per scavenge at 25k req/s, a fifth of the busy time; docs/performance.md
+  // "Request tracking and the young generation"). A connection enters and leaves once, however many requests it
+  // carries.
+  const connections = new Set<TrackedSocket>();
   const releases = new Set<() => Promise<void> | void>();
   // Registered work that has not called its disposer yet; a cut-short run stays here until it has unwound.
   const working = new Set<() => Promise<void> | void>();
@@ -58,39 +72,69 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
   let idle: (() => void) | undefined;
 
   // A reply taken over by its route (an SSE stream) is long-lived by design: the drain does not wait for it.
-  const pending = () => [...inFlight.values()].filter((reply) => !(reply.sent && !reply.raw.writableEnded));
-  // A client may also open a connection and send nothing (a browser's preconnect): such connections are waited
-  // for only briefly.
+  const pending = (): FastifyReply[] => {
+    const left: FastifyReply[] = [];
+    for (const socket of connections) {
+      for (const reply of socket[kTracked]?.replies ?? []) {
+        if (!(reply.sent && !reply.raw.writableEnded)) left.push(reply);
+      }
+    }
+    return left;
+  };
+  // Connections accepted whose first request has not started yet: the client has (almost certainly) sent it, so
+  // the drain waits for them too rather than closing them under that request. A client may also open a connection
+  // and send nothing (a browser's preconnect): such connections are waited for only briefly.
   let freshUntil = Number.POSITIVE_INFINITY;
-  const settled = () => pending().length === 0 && (fresh.size === 0 || Date.now() >= freshUntil);
+  let freshIgnored = false;
+  const anyFresh = () => {
+    if (freshIgnored) return false;
+    for (const socket of connections) if (socket[kTracked]?.fresh) return true;
+    return false;
+  };
+  const settled = () => pending().length === 0 && (!anyFresh() || Date.now() >= freshUntil);
 
   // One listener function each, shared by every socket and response (EventEmitter calls it with the emitter as
   // `this`), rather than a `once` wrapper around a new closure per connection and per request: an SSE stream
   // keeps its socket and response for hours, and each such pair is ~230 B (docs/performance.md "Idle SSE
   // memory"). A second 'close' would only find nothing left to delete.
-  function onFreshClose(this: Socket) {
-    fresh.delete(this);
+  function onConnectionClose(this: TrackedSocket) {
+    connections.delete(this);
     if (idle && settled()) idle();
   }
-  const notFresh = (socket: Socket) => {
-    if (fresh.delete(socket)) socket.removeListener('close', onFreshClose);
+  const track = (socket: TrackedSocket): Tracked => {
+    let tracked = socket[kTracked];
+    if (!tracked) {
+      tracked = { fresh: true, replies: [] };
+      socket[kTracked] = tracked;
+      connections.add(socket);
+      socket.on('close', onConnectionClose);
+    }
+    return tracked;
   };
-  // 'close' fires once the response is fully written or the connection went away, whichever comes first.
-  function onResponseClose(this: ServerResponse) {
-    inFlight.delete(this);
+  // 'close' fires once the response is fully written or the connection went away, whichever comes first. By
+  // then Node has detached the response from its socket, so the response carries its connection's record.
+  function onResponseClose(this: TrackedResponse) {
+    const replies = this[kTracked]?.replies;
+    const at = replies ? replies.findIndex((reply) => reply.raw === this) : -1;
+    if (replies && at >= 0) replies.splice(at, 1);
     if (idle && settled()) idle();
   }
 
+  // Every connection, including one that never sends a request; a TLS socket (not the TCP one seen here) is
+  // tracked when its first request starts.
   app.server.on('connection', (socket: Socket) => {
-    fresh.add(socket);
-    socket.on('close', onFreshClose);
+    track(socket);
   });
   // A WebSocket upgrade is not a request of this drain (the shutdown phases after it close chat sockets).
-  app.server.prependListener('upgrade', (_req, socket: Socket) => notFresh(socket));
+  app.server.prependListener('upgrade', (_req, socket: Socket) => {
+    track(socket).fresh = false;
+  });
 
   app.addHook('onRequest', (request, reply, done) => {
-    notFresh(request.raw.socket);
-    inFlight.set(reply.raw, reply);
+    const tracked = track(request.raw.socket);
+    tracked.fresh = false;
+    tracked.replies.push(reply);
+    (reply.raw as TrackedResponse)[kTracked] = tracked;
     reply.raw.on('close', onResponseClose);
     done();
   });
@@ -131,7 +175,7 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
       }
       const left = pending();
       if (left.length === 0) return { finished: before, cutShort: 0 };
-      fresh.clear();
+      freshIgnored = true;
 
       options.logger.warn(
         { cutShort: left.length, graceMs: options.graceMs },
