@@ -209,6 +209,23 @@ async function histogramTotals(
   return totals;
 }
 
+/** Garbage collection time and count per kind (minor, major, incremental, weakcb) from prom-client's default metric. */
+async function gcTotals(cluster: TestCluster, i: number): Promise<Map<string, { sum: number; count: number }>> {
+  const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
+    headers: { authorization: `Bearer ${METRICS_KEY}` },
+  });
+  const totals = new Map<string, { sum: number; count: number }>();
+  for (const line of (await res.text()).split('\n')) {
+    const m = /^herald_nodejs_gc_duration_seconds_(sum|count)\{[^}]*kind="([^"]+)"[^}]*\} (\S+)$/.exec(line);
+    if (!m?.[2]) continue;
+    const t = totals.get(m[2]) ?? { sum: 0, count: 0 };
+    if (m[1] === 'sum') t.sum = Number(m[3]);
+    else t.count = Number(m[3]);
+    totals.set(m[2], t);
+  }
+  return totals;
+}
+
 /** A counter's value on an instance (NaN when the instance does not have it, e.g. older code). */
 async function counterValue(cluster: TestCluster, i: number, name: string): Promise<number> {
   const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
@@ -363,6 +380,7 @@ async function main() {
         })),
       );
     const stagesBefore = await readStages();
+    const gcBefore = await Promise.all(ports.map((_, k) => gcTotals(cluster, k)));
     const writesBefore = await readWrites();
     const cpuBefore = ports.map(cpuSecondsOfPort);
     const ownCpuBefore = process.cpuUsage();
@@ -400,6 +418,7 @@ async function main() {
     // Let the last messages arrive.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const writesAfter = await readWrites();
+    const gcAfter = await Promise.all(ports.map((_, k) => gcTotals(cluster, k)));
     measuring = false;
 
     const expected = total - measuredFrom;
@@ -458,6 +477,20 @@ async function main() {
           return `${k === 0 ? 'A' : `instance ${k}`} ${frames.toFixed(0)} / ${writes.toFixed(0)}`;
         })
         .join(', ')}`,
+    );
+    // GC pauses hold every message being handled: their share of the sending time is a floor under the tail.
+    console.log(
+      `GC while sending (ms over ${sendingSeconds.toFixed(1)} s, collections): ${gcAfter
+        .map((after, k) => {
+          const kinds = [...after]
+            .map(([kind, t]) => {
+              const b = gcBefore[k]?.get(kind) ?? { sum: 0, count: 0 };
+              return `${kind} ${((t.sum - b.sum) * 1000).toFixed(0)} (${t.count - b.count})`;
+            })
+            .join(' ');
+          return `${k === 0 ? 'A' : `instance ${k}`}: ${kinds}`;
+        })
+        .join('; ')}`,
     );
     loopDelay.disable();
     console.log(

@@ -45,20 +45,20 @@ const FRESH_CONNECTION_WAIT_MS = 1_000;
 const CUT_SHORT_MESSAGE = 'The server is shutting down; retry the request (on another instance)';
 
 /**
- * What the drain keeps per connection, on the socket itself: whether its first request has yet to start, and the
- * replies it has received that have not closed yet (more than one only with HTTP pipelining).
+ * What the drain keeps per connection, as one property of the socket itself: FRESH until its first request starts,
+ * then the reply it is answering (several only with HTTP pipelining), or null between requests.
  */
-interface Tracked {
-  fresh: boolean;
-  replies: FastifyReply[];
-}
-const kTracked = Symbol('herald.drain');
-type TrackedSocket = Socket & { [kTracked]?: Tracked };
-type TrackedResponse = ServerResponse & { [kTracked]?: Tracked };
+const FRESH = Symbol('fresh');
+const kRequests = Symbol('herald.drain');
+type Requests = typeof FRESH | FastifyReply | FastifyReply[] | null;
+type TrackedSocket = Socket & { [kRequests]?: Requests };
+
+const repliesOf = (state: Requests | undefined): FastifyReply[] =>
+  state === undefined || state === null || state === FRESH ? [] : Array.isArray(state) ? state : [state];
 
 export function installRequestDrain(app: FastifyInstance, options: DrainOptions): RequestDrain {
   // The open connections. Requests are found through their connection, never kept in a collection of their own:
-  // a Map or Set that takes in and drops a young object per request keeps the dropped ones reachable from its
+  // a Map or Set that takes in and drops a young object per request kept the dropped ones reachable from its
   // old-space table until the next full collection, so every scavenge copied and promoted the requests in flight
   // with everything they referenced (~12 MB per scavenge at 25k req/s, a fifth of the busy time; docs/performance.md
   // "Request tracking and the young generation"). A connection enters and leaves once, however many requests it
@@ -75,7 +75,7 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
   const pending = (): FastifyReply[] => {
     const left: FastifyReply[] = [];
     for (const socket of connections) {
-      for (const reply of socket[kTracked]?.replies ?? []) {
+      for (const reply of repliesOf(socket[kRequests])) {
         if (!(reply.sent && !reply.raw.writableEnded)) left.push(reply);
       }
     }
@@ -88,7 +88,7 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
   let freshIgnored = false;
   const anyFresh = () => {
     if (freshIgnored) return false;
-    for (const socket of connections) if (socket[kTracked]?.fresh) return true;
+    for (const socket of connections) if (socket[kRequests] === FRESH) return true;
     return false;
   };
   const settled = () => pending().length === 0 && (!anyFresh() || Date.now() >= freshUntil);
@@ -101,40 +101,41 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
     connections.delete(this);
     if (idle && settled()) idle();
   }
-  const track = (socket: TrackedSocket): Tracked => {
-    let tracked = socket[kTracked];
-    if (!tracked) {
-      tracked = { fresh: true, replies: [] };
-      socket[kTracked] = tracked;
-      connections.add(socket);
-      socket.on('close', onConnectionClose);
-    }
-    return tracked;
+  const track = (socket: TrackedSocket) => {
+    if (socket[kRequests] !== undefined) return;
+    socket[kRequests] = FRESH;
+    connections.add(socket);
+    socket.on('close', onConnectionClose);
   };
   // 'close' fires once the response is fully written or the connection went away, whichever comes first. By
-  // then Node has detached the response from its socket, so the response carries its connection's record.
-  function onResponseClose(this: TrackedResponse) {
-    const replies = this[kTracked]?.replies;
-    const at = replies ? replies.findIndex((reply) => reply.raw === this) : -1;
-    if (replies && at >= 0) replies.splice(at, 1);
+  // then Node has detached the response from its socket; its request still names the connection.
+  function onResponseClose(this: ServerResponse) {
+    const socket: TrackedSocket = this.req.socket;
+    const state = socket[kRequests];
+    if (Array.isArray(state)) {
+      const left = state.filter((reply) => reply.raw !== this);
+      socket[kRequests] = left.length > 1 ? left : (left[0] ?? null);
+    } else if (state !== undefined && state !== null && state !== FRESH && state.raw === this) {
+      socket[kRequests] = null;
+    }
     if (idle && settled()) idle();
   }
 
   // Every connection, including one that never sends a request; a TLS socket (not the TCP one seen here) is
   // tracked when its first request starts.
-  app.server.on('connection', (socket: Socket) => {
-    track(socket);
-  });
+  app.server.on('connection', track);
   // A WebSocket upgrade is not a request of this drain (the shutdown phases after it close chat sockets).
-  app.server.prependListener('upgrade', (_req, socket: Socket) => {
-    track(socket).fresh = false;
+  app.server.prependListener('upgrade', (_req, socket: TrackedSocket) => {
+    track(socket);
+    socket[kRequests] = null;
   });
 
   app.addHook('onRequest', (request, reply, done) => {
-    const tracked = track(request.raw.socket);
-    tracked.fresh = false;
-    tracked.replies.push(reply);
-    (reply.raw as TrackedResponse)[kTracked] = tracked;
+    const socket: TrackedSocket = request.raw.socket;
+    track(socket);
+    const state = socket[kRequests];
+    if (state === undefined || state === null || state === FRESH) socket[kRequests] = reply;
+    else socket[kRequests] = Array.isArray(state) ? [...state, reply] : [state, reply];
     reply.raw.on('close', onResponseClose);
     done();
   });
