@@ -124,10 +124,11 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
   // Every connection, including one that never sends a request; a TLS socket (not the TCP one seen here) is
   // tracked when its first request starts.
   app.server.on('connection', track);
-  // A WebSocket upgrade is not a request of this drain (the shutdown phases after it close chat sockets).
+  // A WebSocket upgrade is not a request of this drain (the shutdown phases after it close chat sockets): the
+  // socket leaves the set and keeps no listener of ours for the hours it may stay open.
   app.server.prependListener('upgrade', (_req, socket: TrackedSocket) => {
-    track(socket);
     socket[kRequests] = null;
+    if (connections.delete(socket)) socket.removeListener('close', onConnectionClose);
   });
 
   app.addHook('onRequest', (request, reply, done) => {

@@ -183,6 +183,35 @@ describe('request drain', () => {
     h.open('never');
   });
 
+  it('neither waits for nor counts a connection upgraded to a WebSocket', async () => {
+    const h = await harness(5_000);
+    const upgraded: net.Socket[] = [];
+    h.app.server.on('upgrade', (_req, socket: net.Socket) => {
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+      upgraded.push(socket);
+    });
+    // The client keeps its end open (an open chat socket) until the drain is over.
+    const client = net.connect(h.port, '127.0.0.1', () =>
+      client.write('GET /chat HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'),
+    );
+    const head = await new Promise<string>((resolve) =>
+      client.once('data', (c) => resolve(c.toString('latin1'))),
+    );
+    expect(head).toMatch(/^HTTP\/1\.1 101/);
+    expect(h.drain.inFlight()).toBe(0);
+    // Were it taken for a connection still to send its first request, the drain would wait up to 1 s for it.
+    const drained = h.drain.drain();
+    const first = await Promise.race([
+      drained.then(() => 'ended'),
+      new Promise((r) => setTimeout(r, 700, 'waiting')),
+    ]);
+    expect(first).toBe('ended');
+    expect(await drained).toEqual({ finished: 0, cutShort: 0 });
+    expect(client.destroyed).toBe(false);
+    client.destroy();
+    for (const socket of upgraded) socket.destroy();
+  });
+
   it('stops accepting connections once the drain starts', async () => {
     const h = await harness(1_000);
     await h.drain.drain();
