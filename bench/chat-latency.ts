@@ -209,8 +209,11 @@ async function histogramTotals(
   return totals;
 }
 
-/** Garbage collection time and count per kind (minor, major, incremental, weakcb) from prom-client's default metric. */
-async function gcTotals(cluster: TestCluster, i: number): Promise<Map<string, { sum: number; count: number }>> {
+/** GC time and count per kind (minor, major, incremental, weakcb), from prom-client's default GC metric. */
+async function gcTotals(
+  cluster: TestCluster,
+  i: number,
+): Promise<Map<string, { sum: number; count: number }>> {
   const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
     headers: { authorization: `Bearer ${METRICS_KEY}` },
   });
