@@ -39,8 +39,11 @@ export interface DrainOptions {
 
 /** Bound on the cut-short releases and on flushing the 503s: the pools close after this. */
 const CUT_SHORT_BUDGET_MS = 2_000;
-/** How long the drain waits for the first request of a connection accepted just before the listener closed. */
-const FRESH_CONNECTION_WAIT_MS = 1_000;
+/**
+ * How long the drain waits for a request on a connection that has none in progress (accepted just before the
+ * listener closed, or kept alive between requests) before it closes that connection.
+ */
+const IDLE_CONNECTION_WAIT_MS = 1_000;
 
 const CUT_SHORT_MESSAGE = 'The server is shutting down; retry the request (on another instance)';
 
@@ -81,17 +84,23 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
     }
     return left;
   };
-  // Connections accepted whose first request has not started yet: the client has (almost certainly) sent it, so
-  // the drain waits for them too rather than closing them under that request. A client may also open a connection
-  // and send nothing (a browser's preconnect): such connections are waited for only briefly.
-  let freshUntil = Number.POSITIVE_INFINITY;
-  let freshIgnored = false;
-  const anyFresh = () => {
-    if (freshIgnored) return false;
-    for (const socket of connections) if (socket[kRequests] === FRESH) return true;
+  // Connections with no request in progress: accepted but not yet used, or kept alive between requests. The
+  // client may have sent a request on one already (a browser's first request, or a busy client's next one the
+  // instant its last response arrived), so the drain waits for them briefly, and a request that arrives meanwhile
+  // is answered (Fastify marks every answer of a closing server `Connection: close`, so the client then leaves).
+  // A connection still idle when that wait ends is closed by the drain itself: nothing may be read after the
+  // drain, since Fastify destroys every connection once the shutdown phases have run, and a request read in
+  // between would be reset mid-way (a busy keep-alive client saw exactly that).
+  let idleUntil = Number.POSITIVE_INFINITY;
+  const isIdle = (state: Requests | undefined) => state === FRESH || state === null;
+  const anyIdle = () => {
+    for (const socket of connections) if (isIdle(socket[kRequests])) return true;
     return false;
   };
-  const settled = () => pending().length === 0 && (!anyFresh() || Date.now() >= freshUntil);
+  const closeIdle = () => {
+    for (const socket of connections) if (isIdle(socket[kRequests])) socket.destroy();
+  };
+  const settled = () => pending().length === 0 && (!anyIdle() || Date.now() >= idleUntil);
 
   // One listener function each, shared by every socket and response (EventEmitter calls it with the emitter as
   // `this`), rather than a `once` wrapper around a new closure per connection and per request: an SSE stream
@@ -155,29 +164,29 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
     inFlight: () => pending().length,
     async drain() {
       // No new connections from here on (Fastify closes the listener again later and ignores that it is
-      // closed). net's close, not http's: http's would also close every connection without an active request,
-      // including just-accepted ones whose first request is on its way. Fastify answers requests arriving during
-      // the drain with `Connection: close`, so keep-alive connections end after their current response.
+      // closed). net's close, not http's: http's would also close every connection without an active request at
+      // once, including ones whose request is on its way (see idleUntil above).
       NetServer.prototype.close.call(app.server);
-      freshUntil = Date.now() + Math.min(options.graceMs, FRESH_CONNECTION_WAIT_MS);
+      idleUntil = Date.now() + Math.min(options.graceMs, IDLE_CONNECTION_WAIT_MS);
       const before = pending().length;
       if (!settled()) {
         options.logger.info({ inFlight: before, graceMs: options.graceMs }, 'waiting for in-flight requests');
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, options.graceMs);
-          const freshTimer = setTimeout(() => idle?.(), freshUntil - Date.now() + 1);
+          const idleTimer = setTimeout(() => idle?.(), idleUntil - Date.now() + 1);
           idle = () => {
             if (!settled()) return;
             clearTimeout(timer);
-            clearTimeout(freshTimer);
+            clearTimeout(idleTimer);
             resolve();
           };
         });
         idle = undefined;
       }
+      // From here on no connection is waited for unless it has a request in progress.
+      closeIdle();
       const left = pending();
       if (left.length === 0) return { finished: before, cutShort: 0 };
-      freshIgnored = true;
 
       options.logger.warn(
         { cutShort: left.length, graceMs: options.graceMs },

@@ -1,6 +1,7 @@
 // The request drain (http/drain.ts) on its own Fastify instance over real loopback sockets: which requests it
 // waits for (requests in flight, pipelined ones, the first request of a connection accepted just before the
-// drain), which it does not (a hijacked SSE-style reply), and the 503 for what is still running after the grace.
+// drain, the next request on a kept-alive connection), which it does not (a hijacked SSE-style reply, a
+// WebSocket), that it closes connections left idle, and the 503 for what is still running after the grace.
 // It finds requests through their connections, not a per-request collection (performance reasons in drain.ts);
 // these tests pin the behaviour that bookkeeping must keep.
 import net from 'node:net';
@@ -181,6 +182,59 @@ describe('request drain', () => {
     expect(res.headers.get('retry-after')).toBe('1');
     expect(await res.json()).toMatchObject({ code: 'UNAVAILABLE' });
     h.open('never');
+  });
+
+  it('answers a request arriving on an idle keep-alive connection during the wait, and closes one left idle', async () => {
+    const h = await harness(5_000);
+    /** A kept-alive connection that has had one request answered; `next` sends another on it. */
+    const keptAlive = async () => {
+      const socket = net.connect(h.port, '127.0.0.1');
+      let got = '';
+      let waiter: { pattern: RegExp; resolve: () => void } | undefined;
+      socket.on('data', (chunk) => {
+        got += chunk.toString('latin1');
+        if (waiter?.pattern.test(got)) waiter.resolve();
+      });
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.on('error', () => {});
+      const answered = (pattern: RegExp) =>
+        new Promise<void>((resolve) => {
+          waiter = { pattern, resolve };
+          if (pattern.test(got)) resolve();
+        });
+      socket.write('GET /fast HTTP/1.1\r\nHost: x\r\n\r\n');
+      await answered(/"fast":true/);
+      return {
+        closed,
+        text: () => got,
+        next: async () => {
+          socket.write('GET /fast?again=1 HTTP/1.1\r\nHost: x\r\n\r\n');
+          await answered(/"fast":true[\s\S]*"fast":true/);
+        },
+        destroy: () => socket.destroy(),
+      };
+    };
+    const busy = await keptAlive();
+    const quiet = await keptAlive();
+    let quietClosed = false;
+    void quiet.closed.then(() => {
+      quietClosed = true;
+    });
+    const drained = h.drain.drain();
+    const early = await Promise.race([
+      drained.then(() => 'ended'),
+      new Promise((r) => setTimeout(r, 100, 'waiting')),
+    ]);
+    // Nothing is in flight, but two connections could still carry a request: the drain waits.
+    expect(early).toBe('waiting');
+    await busy.next();
+    expect(busy.text().match(/HTTP\/1\.1 200/g)).toHaveLength(2);
+    expect(quietClosed).toBe(false);
+    expect(await drained).toEqual({ finished: 0, cutShort: 0 });
+    // The connection that stayed idle was closed by the drain, so no request can be read on it after the drain.
+    await quiet.closed;
+    expect(quietClosed).toBe(true);
+    busy.destroy();
   });
 
   it('neither waits for nor counts a connection upgraded to a WebSocket', async () => {
