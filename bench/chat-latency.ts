@@ -186,18 +186,23 @@ class DiscardPool {
   }
 }
 
+/** An instance's metrics in Prometheus's text format, as lines. */
+async function prometheusLines(cluster: TestCluster, i: number): Promise<string[]> {
+  const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
+    headers: { authorization: `Bearer ${METRICS_KEY}` },
+  });
+  return (await res.text()).split('\n');
+}
+
 /** Sum and count of each labelled series of a histogram, from an instance's Prometheus text. */
 async function histogramTotals(
   cluster: TestCluster,
   i: number,
   name: string,
 ): Promise<Map<string, { sum: number; count: number }>> {
-  const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
-    headers: { authorization: `Bearer ${METRICS_KEY}` },
-  });
   const totals = new Map<string, { sum: number; count: number }>();
   const series = new RegExp(`^${name}_(sum|count)(?:\\{([^}]*)\\})? (\\S+)$`);
-  for (const line of (await res.text()).split('\n')) {
+  for (const line of await prometheusLines(cluster, i)) {
     const m = series.exec(line);
     if (!m) continue;
     const stage = /stage="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? '';
@@ -214,11 +219,8 @@ async function gcTotals(
   cluster: TestCluster,
   i: number,
 ): Promise<Map<string, { sum: number; count: number }>> {
-  const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
-    headers: { authorization: `Bearer ${METRICS_KEY}` },
-  });
   const totals = new Map<string, { sum: number; count: number }>();
-  for (const line of (await res.text()).split('\n')) {
+  for (const line of await prometheusLines(cluster, i)) {
     const m = /^herald_nodejs_gc_duration_seconds_(sum|count)\{[^}]*kind="([^"]+)"[^}]*\} (\S+)$/.exec(line);
     if (!m?.[2]) continue;
     const t = totals.get(m[2]) ?? { sum: 0, count: 0 };
@@ -231,12 +233,9 @@ async function gcTotals(
 
 /** A counter's value on an instance (NaN when the instance does not have it, e.g. older code). */
 async function counterValue(cluster: TestCluster, i: number, name: string): Promise<number> {
-  const res = await fetch(`${cluster.url(i)}/metrics?format=prometheus`, {
-    headers: { authorization: `Bearer ${METRICS_KEY}` },
-  });
-  const line = (await res.text())
-    .split('\n')
-    .find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+  const line = (await prometheusLines(cluster, i)).find(
+    (l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `),
+  );
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
 }
 

@@ -72,6 +72,10 @@ async function harness(graceMs: number): Promise<Harness> {
   };
 }
 
+/** 'ended' when the drain is over within `ms`, else 'waiting'. */
+const within = (drained: Promise<unknown>, ms: number) =>
+  Promise.race([drained.then(() => 'ended'), new Promise((r) => setTimeout(r, ms, 'waiting'))]);
+
 /** Raw HTTP/1.1 over one socket: what came back, read until the server closes or `until` matches. */
 function rawExchange(port: number, text: string, until: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -101,10 +105,7 @@ describe('request drain', () => {
     expect(h.drain.inFlight()).toBe(1);
     const drained = h.drain.drain();
     // The drain waits: the request has not been answered yet.
-    const early = await Promise.race([
-      drained.then(() => 'ended'),
-      new Promise((r) => setTimeout(r, 200, 'waiting')),
-    ]);
+    const early = await within(drained, 200);
     expect(early).toBe('waiting');
     h.open('a');
     const res = await slow;
@@ -148,10 +149,7 @@ describe('request drain', () => {
         if (got.includes('"fast":true')) resolve();
       });
     });
-    const early = await Promise.race([
-      drained.then(() => 'ended'),
-      new Promise((r) => setTimeout(r, 100, 'waiting')),
-    ]);
+    const early = await within(drained, 100);
     expect(early).toBe('waiting');
     socket.write('GET /fast HTTP/1.1\r\nHost: x\r\n\r\n');
     await answered;
@@ -221,10 +219,7 @@ describe('request drain', () => {
       quietClosed = true;
     });
     const drained = h.drain.drain();
-    const early = await Promise.race([
-      drained.then(() => 'ended'),
-      new Promise((r) => setTimeout(r, 100, 'waiting')),
-    ]);
+    const early = await within(drained, 100);
     // Nothing is in flight, but two connections could still carry a request: the drain waits.
     expect(early).toBe('waiting');
     await busy.next();
@@ -255,10 +250,7 @@ describe('request drain', () => {
     expect(h.drain.inFlight()).toBe(0);
     // Were it taken for a connection still to send its first request, the drain would wait up to 1 s for it.
     const drained = h.drain.drain();
-    const first = await Promise.race([
-      drained.then(() => 'ended'),
-      new Promise((r) => setTimeout(r, 700, 'waiting')),
-    ]);
+    const first = await within(drained, 700);
     expect(first).toBe('ended');
     expect(await drained).toEqual({ finished: 0, cutShort: 0 });
     expect(client.destroyed).toBe(false);
