@@ -35,15 +35,21 @@ export interface RequestDrain extends CutShort {
 export interface DrainOptions {
   graceMs: number;
   logger: Logger;
+  /** How long a kept-alive connection between requests is waited for (default KEPT_ALIVE_WAIT_MS). */
+  keptAliveWaitMs?: number;
 }
 
 /** Bound on the cut-short releases and on flushing the 503s: the pools close after this. */
 const CUT_SHORT_BUDGET_MS = 2_000;
+/** How long the drain waits for the first request of a connection accepted just before the listener closed. */
+const FRESH_CONNECTION_WAIT_MS = 1_000;
 /**
- * How long the drain waits for a request on a connection that has none in progress (accepted just before the
- * listener closed, or kept alive between requests) before it closes that connection.
+ * How long it waits for the next request on a connection kept alive between requests. Short: only a request sent
+ * before the client could see the drain start is waited for (one network delay); a client that keeps an idle
+ * connection open for minutes (a browser) must not hold the shutdown up, and background work (a broadcast under
+ * way) goes on until the drain ends.
  */
-const IDLE_CONNECTION_WAIT_MS = 1_000;
+const KEPT_ALIVE_WAIT_MS = 100;
 
 const CUT_SHORT_MESSAGE = 'The server is shutting down; retry the request (on another instance)';
 
@@ -86,21 +92,26 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
   };
   // Connections with no request in progress: accepted but not yet used, or kept alive between requests. The
   // client may have sent a request on one already (a browser's first request, or a busy client's next one the
-  // instant its last response arrived), so the drain waits for them briefly, and a request that arrives meanwhile
+  // instant its last response arrived), so the drain waits for them briefly (FRESH_CONNECTION_WAIT_MS, KEPT_ALIVE_WAIT_MS), and a request that arrives meanwhile
   // is answered (Fastify marks every answer of a closing server `Connection: close`, so the client then leaves).
   // A connection still idle when that wait ends is closed by the drain itself: nothing may be read after the
   // drain, since Fastify destroys every connection once the shutdown phases have run, and a request read in
   // between would be reset mid-way (a busy keep-alive client saw exactly that).
-  let idleUntil = Number.POSITIVE_INFINITY;
+  let freshUntil = Number.POSITIVE_INFINITY;
+  let keptAliveUntil = Number.POSITIVE_INFINITY;
   const isIdle = (state: Requests | undefined) => state === FRESH || state === null;
   const anyIdle = () => {
-    for (const socket of connections) if (isIdle(socket[kRequests])) return true;
+    const now = Date.now();
+    for (const socket of connections) {
+      const state = socket[kRequests];
+      if ((state === FRESH && now < freshUntil) || (state === null && now < keptAliveUntil)) return true;
+    }
     return false;
   };
   const closeIdle = () => {
     for (const socket of connections) if (isIdle(socket[kRequests])) socket.destroy();
   };
-  const settled = () => pending().length === 0 && (!anyIdle() || Date.now() >= idleUntil);
+  const settled = () => pending().length === 0 && !anyIdle();
 
   // One listener function each, shared by every socket and response (EventEmitter calls it with the emitter as
   // `this`), rather than a `once` wrapper around a new closure per connection and per request: an SSE stream
@@ -165,19 +176,24 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
     async drain() {
       // No new connections from here on (Fastify closes the listener again later and ignores that it is
       // closed). net's close, not http's: http's would also close every connection without an active request at
-      // once, including ones whose request is on its way (see idleUntil above).
+      // once, including ones whose request is on its way (see freshUntil above).
       NetServer.prototype.close.call(app.server);
-      idleUntil = Date.now() + Math.min(options.graceMs, IDLE_CONNECTION_WAIT_MS);
+      const start = Date.now();
+      freshUntil = start + Math.min(options.graceMs, FRESH_CONNECTION_WAIT_MS);
+      keptAliveUntil = start + Math.min(options.graceMs, options.keptAliveWaitMs ?? KEPT_ALIVE_WAIT_MS);
       const before = pending().length;
       if (!settled()) {
         options.logger.info({ inFlight: before, graceMs: options.graceMs }, 'waiting for in-flight requests');
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, options.graceMs);
-          const idleTimer = setTimeout(() => idle?.(), idleUntil - Date.now() + 1);
+          // Re-checked when each wait for idle connections ends (nothing else may happen then).
+          const idleTimers = [freshUntil, keptAliveUntil].map((until) =>
+            setTimeout(() => idle?.(), until - Date.now() + 1),
+          );
           idle = () => {
             if (!settled()) return;
             clearTimeout(timer);
-            clearTimeout(idleTimer);
+            for (const t of idleTimers) clearTimeout(t);
             resolve();
           };
         });

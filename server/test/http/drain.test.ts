@@ -26,11 +26,15 @@ afterEach(async () => {
   while (apps.length > 0) await apps.pop()?.close();
 });
 
-async function harness(graceMs: number): Promise<Harness> {
+async function harness(graceMs: number, keptAliveWaitMs?: number): Promise<Harness> {
   const app = Fastify({ forceCloseConnections: true });
   apps.push(app);
   installErrorHandling(app);
-  const drain = installRequestDrain(app, { graceMs, logger: captureLogger().logger });
+  const drain = installRequestDrain(app, {
+    graceMs,
+    logger: captureLogger().logger,
+    ...(keptAliveWaitMs === undefined ? {} : { keptAliveWaitMs }),
+  });
   const gates = new Map<string, { promise: Promise<void>; resolve: () => void }>();
   const gate = (name: string) => {
     let g = gates.get(name);
@@ -183,7 +187,8 @@ describe('request drain', () => {
   });
 
   it('answers a request arriving on an idle keep-alive connection during the wait, and closes one left idle', async () => {
-    const h = await harness(5_000);
+    // A wider wait than production's 100 ms, so the test's own timing cannot decide it.
+    const h = await harness(5_000, 1_000);
     /** A kept-alive connection that has had one request answered; `next` sends another on it. */
     const keptAlive = async () => {
       const socket = net.connect(h.port, '127.0.0.1');
