@@ -5,7 +5,7 @@
 // reset mid-response and nothing runs on after the pools close. SSE streams (hijacked replies) and WebSocket
 // upgrades are not requests in this sense: the shutdown phases after the drain end them.
 import type { ServerResponse } from 'node:http';
-import { Server as NetServer, type Socket } from 'node:net';
+import { Server as NetServer, Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from '../infra/logger.js';
 import { withTimeout } from '../infra/timeout.js';
@@ -124,6 +124,8 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
   const track = (socket: TrackedSocket) => {
     if (socket[kRequests] !== undefined) return;
     socket[kRequests] = FRESH;
+    // An injected request (app.inject) brings a stand-in socket that never closes: not a connection to drain.
+    if (!(socket instanceof Socket)) return;
     connections.add(socket);
     socket.on('close', onConnectionClose);
   };
