@@ -92,8 +92,9 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
   };
   // Connections with no request in progress: accepted but not yet used, or kept alive between requests. The
   // client may have sent a request on one already (a browser's first request, or a busy client's next one the
-  // instant its last response arrived), so the drain waits for them briefly (FRESH_CONNECTION_WAIT_MS, KEPT_ALIVE_WAIT_MS), and a request that arrives meanwhile
-  // is answered (Fastify marks every answer of a closing server `Connection: close`, so the client then leaves).
+  // instant its last response arrived), so the drain waits for them briefly (FRESH_CONNECTION_WAIT_MS,
+  // KEPT_ALIVE_WAIT_MS), and a request that arrives meanwhile is answered (Fastify marks every answer of a
+  // closing server `Connection: close`, so the client then leaves).
   // A connection still idle when that wait ends is closed by the drain itself: nothing may be read after the
   // drain, since Fastify destroys every connection once the shutdown phases have run, and a request read in
   // between would be reset mid-way (a busy keep-alive client saw exactly that).
@@ -143,8 +144,8 @@ export function installRequestDrain(app: FastifyInstance, options: DrainOptions)
     if (idle && settled()) idle();
   }
 
-  // Every connection, including one that never sends a request; a TLS socket (not the TCP one seen here) is
-  // tracked when its first request starts.
+  // Every connection, including one that never sends a request. Herald serves plain HTTP (TLS ends in front of
+  // it, deploy/), so this is the socket its requests arrive on; onRequest also tracks one it has not seen here.
   app.server.on('connection', track);
   // A WebSocket upgrade is not a request of this drain (the shutdown phases after it close chat sockets): the
   // socket leaves the set and keeps no listener of ours for the hours it may stay open.
