@@ -3,7 +3,7 @@
 // measured on sockets of instance B (and, for comparison, of A). Prints a table.
 // --cluster: the instances share a private Redis Cluster (3 masters + 3 replicas) instead of one redis-server.
 // Usage: npm run bench -- chat-latency [--sockets 1000] [--rate 100] [--seconds 20] [--observers 50] [--cluster]
-//        [--instances 2] [--inline-discard] [--discard-nice 19] [--full-clients] [--cpu-prof-dir DIR]
+//        [--instances 2] [--inline-discard] [--discard-nice 19] [--full-clients] [--ws-observers] [--cpu-prof-dir DIR]
 //        (--cpu-prof-dir: every instance runs under --cpu-prof; summarise with `npx tsx bench/_profile.ts FILE`)
 //        (observers: parsed sockets on each instance other than A)
 //        CHAT_COALESCE_MS in the environment reaches the instances (0: no coalescing across turns).
@@ -42,6 +42,11 @@ const FULL_CLIENTS = flagArg('full-clients');
 // on the measuring thread (its event-loop delay p99: 30 ms on the worker against 123 ms inline). The end-to-end
 // figures came out the same either way (docs/performance.md); --inline-discard keeps the old arrangement.
 const INLINE_DISCARD = flagArg('inline-discard');
+// Observed sockets are raw clients on a worker thread of their own, stamping each frame as it is read: parsing
+// 110 frames a message with `ws` on the measuring thread put that thread's queue and GC pauses into the figures
+// (per message, 1.1 ms between the first and the last observer at the median; the thread stalled up to 58 ms).
+// --ws-observers keeps that arrangement (the published figures before 2026-11-29 used it).
+const WS_OBSERVERS = flagArg('ws-observers');
 const CPU_PROF_DIR = stringArg('cpu-prof-dir', '');
 // --discard-nice 19: the discarding clients' thread runs at that nice value, so the 1,900-odd sockets standing
 // for other people's devices (in production: other machines) take the cores only when the servers and the
@@ -108,33 +113,65 @@ function connectDiscarding(port: number): Promise<net.Socket> {
   });
 }
 
-// Plain JavaScript, so the worker needs no TypeScript loader. One scratch buffer for every socket's reads
-// (`onread`): after the handshake the bytes are dropped without allocating.
-const DISCARD_WORKER = `
+// Plain JavaScript, so the worker needs no TypeScript loader. One worker script, two roles (workerData.role):
+// 'discard' drops what its sockets receive; 'observe' finds each new_message frame's clientMessageId in the raw
+// bytes and records it with the time it was read. One scratch buffer for every socket's reads (`onread`): the
+// bytes are handled before the next read, so nothing is allocated per read beyond the observer's scan.
+const CLIENT_WORKER = `
 const net = require('node:net');
 const { randomBytes } = require('node:crypto');
 const { parentPort, workerData } = require('node:worker_threads');
-// Linux applies a nice value per thread: this lowers only the discarding clients, not the measuring thread.
+// Linux applies a nice value per thread: this lowers only this thread, not the measuring ones.
 if (workerData.nice) {
   const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
   require('node:os').setPriority(tid, workerData.nice);
 }
+// The process-wide monotonic clock: the main thread stamps sends with the same one.
+const clock = () => Number(process.hrtime.bigint()) / 1e6;
+const MARK = '"clientMessageId":"b-';
 const scratch = Buffer.allocUnsafe(65536);
 const sockets = [];
-function open(port, origin) {
+// Per observing socket: flat [id, readAt, id, readAt, …] while recording.
+const records = [];
+let recording = false;
+function open(port, origin, observe) {
   return new Promise((resolve, reject) => {
     let head = '';
     let upgraded = false;
+    let carry = '';
+    const rec = [];
+    // A frame may be split over two reads: the tail of one read is scanned again with the next.
+    const scan = (text, readAt) => {
+      let from = 0;
+      let i = text.indexOf(MARK);
+      while (i >= 0) {
+        let j = i + MARK.length;
+        let id = 0;
+        while (j < text.length && text.charCodeAt(j) >= 48 && text.charCodeAt(j) <= 57) id = id * 10 + text.charCodeAt(j++) - 48;
+        if (j >= text.length) { carry = text.slice(i); return; }
+        if (j > i + MARK.length && recording) rec.push(id, readAt);
+        from = j;
+        i = text.indexOf(MARK, j);
+      }
+      carry = text.slice(Math.max(from, text.length - MARK.length - 16));
+    };
     const socket = net.connect(
       { port, host: '127.0.0.1', onread: { buffer: scratch, callback(n, buf) {
-        if (upgraded) return;
-        head += buf.toString('latin1', 0, n);
-        if (!head.includes('\\r\\n\\r\\n')) return;
+        if (upgraded) {
+          if (observe) scan(carry + buf.latin1Slice(0, n), clock());
+          return;
+        }
+        head += buf.latin1Slice(0, n);
+        const end = head.indexOf('\\r\\n\\r\\n');
+        if (end < 0) return;
         upgraded = true;
         if (!head.startsWith('HTTP/1.1 101')) {
           socket.destroy();
           reject(new Error('upgrade refused: ' + head.split('\\r\\n')[0]));
-        } else resolve(socket);
+          return;
+        }
+        if (observe) records.push(rec);
+        resolve(socket);
       } } },
       () => socket.write(
         'GET /chat HTTP/1.1\\r\\nHost: 127.0.0.1:' + port + '\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n' +
@@ -146,6 +183,15 @@ function open(port, origin) {
   });
 }
 parentPort.on('message', async (msg) => {
+  if (msg.type === 'record') {
+    recording = msg.on;
+    parentPort.postMessage({ type: 'ok' });
+    return;
+  }
+  if (msg.type === 'results') {
+    parentPort.postMessage({ type: 'results', records: records.map((r) => Float64Array.from(r)) });
+    return;
+  }
   if (msg.type === 'close') {
     for (const s of sockets) s.destroy();
     parentPort.postMessage({ type: 'closed' });
@@ -153,7 +199,7 @@ parentPort.on('message', async (msg) => {
   }
   try {
     for (let i = 0; i < msg.count; i += 50) {
-      const batch = Array.from({ length: Math.min(50, msg.count - i) }, () => open(msg.port, msg.origin));
+      const batch = Array.from({ length: Math.min(50, msg.count - i) }, () => open(msg.port, msg.origin, workerData.role === 'observe'));
       sockets.push(...(await Promise.all(batch)));
     }
     parentPort.postMessage({ type: 'opened' });
@@ -163,28 +209,47 @@ parentPort.on('message', async (msg) => {
 });
 `;
 
-/** Discarding clients on a worker thread: the server's work is the same, the measuring thread stays free. */
-class DiscardPool {
+type WorkerRequest =
+  | { type: 'open'; port: number; count: number; origin: string }
+  | { type: 'record'; on: boolean }
+  | { type: 'results' }
+  | { type: 'close' };
+
+/**
+ * Raw WebSocket clients on a worker thread: the server's work is the same as for `ws` clients, the measuring
+ * thread stays free. 'discard' clients drop what they read; 'observe' clients record when each message arrived.
+ */
+class ClientPool {
   private readonly worker: Worker;
-  constructor(nice: number) {
-    this.worker = new Worker(DISCARD_WORKER, { eval: true, workerData: { nice } });
+  constructor(role: 'discard' | 'observe', nice: number) {
+    this.worker = new Worker(CLIENT_WORKER, { eval: true, workerData: { nice, role } });
   }
-  private ask(message: { type: 'open'; port: number; count: number; origin: string } | { type: 'close' }) {
-    return new Promise<void>((resolve, reject) => {
+  private ask<T>(message: WorkerRequest): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       this.worker.once('message', (reply: { type: string; message?: string }) =>
-        reply.type === 'error' ? reject(new Error(reply.message)) : resolve(),
+        reply.type === 'error' ? reject(new Error(reply.message)) : resolve(reply as T),
       );
       this.worker.postMessage(message);
     });
   }
-  open(port: number, count: number): Promise<void> {
-    return count > 0 ? this.ask({ type: 'open', port, count, origin: CLUSTER_ORIGIN }) : Promise.resolve();
+  async open(port: number, count: number): Promise<void> {
+    if (count > 0) await this.ask({ type: 'open', port, count, origin: CLUSTER_ORIGIN });
+  }
+  async record(on: boolean): Promise<void> {
+    await this.ask({ type: 'record', on });
+  }
+  /** Per observing socket, in the order opened: flat [id, readAt, …] (readAt: `clock()` ms). */
+  async results(): Promise<Float64Array[]> {
+    return (await this.ask<{ records: Float64Array[] }>({ type: 'results' })).records;
   }
   async close(): Promise<void> {
     await this.ask({ type: 'close' });
     await this.worker.terminate();
   }
 }
+
+/** The clock both threads stamp with: process-wide and monotonic (ms). */
+const clock = () => Number(process.hrtime.bigint()) / 1e6;
 
 /** An instance's metrics in Prometheus's text format, as lines. */
 async function prometheusLines(cluster: TestCluster, i: number): Promise<string[]> {
@@ -194,22 +259,37 @@ async function prometheusLines(cluster: TestCluster, i: number): Promise<string[
   return (await res.text()).split('\n');
 }
 
-/** Sum and count of each labelled series of a histogram, from an instance's Prometheus text. */
+interface HistogramTotals {
+  sum: number;
+  count: number;
+  /** Observations over 2.5 ms and over 5 ms (the histogram's buckets at those bounds). */
+  over2_5: number;
+  over5: number;
+}
+
+/** Sum, count and tail counts of each labelled series of a histogram, from an instance's Prometheus text. */
 async function histogramTotals(
   cluster: TestCluster,
   i: number,
   name: string,
-): Promise<Map<string, { sum: number; count: number }>> {
-  const totals = new Map<string, { sum: number; count: number }>();
-  const series = new RegExp(`^${name}_(sum|count)(?:\\{([^}]*)\\})? (\\S+)$`);
+): Promise<Map<string, HistogramTotals>> {
+  const totals = new Map<string, HistogramTotals & { le2_5: number; le5: number }>();
+  const series = new RegExp(`^${name}_(sum|count|bucket)(?:\\{([^}]*)\\})? (\\S+)$`);
   for (const line of await prometheusLines(cluster, i)) {
     const m = series.exec(line);
     if (!m) continue;
     const stage = /stage="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? '';
-    const t = totals.get(stage) ?? { sum: 0, count: 0 };
-    if (m[1] === 'sum') t.sum = Number(m[3]);
-    else t.count = Number(m[3]);
+    const t = totals.get(stage) ?? { sum: 0, count: 0, over2_5: 0, over5: 0, le2_5: 0, le5: 0 };
+    const value = Number(m[3]);
+    if (m[1] === 'sum') t.sum = value;
+    else if (m[1] === 'count') t.count = value;
+    else if (/le="0\.0025"/.test(m[2] ?? '')) t.le2_5 = value;
+    else if (/le="0\.005"/.test(m[2] ?? '')) t.le5 = value;
     totals.set(stage, t);
+  }
+  for (const t of totals.values()) {
+    t.over2_5 = t.count - t.le2_5;
+    t.over5 = t.count - t.le5;
   }
   return totals;
 }
@@ -239,21 +319,19 @@ async function counterValue(cluster: TestCluster, i: number, name: string): Prom
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
 }
 
-/** Mean per stage (ms) between two readings of every instance. */
-function stageMeans(
-  before: Map<string, { sum: number; count: number }>[],
-  after: Map<string, { sum: number; count: number }>[],
-): string {
+/** Mean per stage (ms) and how many took over 2.5 / 5 ms, between two readings of every instance. */
+function stageMeans(before: Map<string, HistogramTotals>[], after: Map<string, HistogramTotals>[]): string {
   const stages = new Set(after.flatMap((m) => [...m.keys()]));
   return [...stages]
     .map((stage) => {
-      let sum = 0;
-      let count = 0;
+      const d = { sum: 0, count: 0, over2_5: 0, over5: 0 };
       after.forEach((m, k) => {
-        sum += (m.get(stage)?.sum ?? 0) - (before[k]?.get(stage)?.sum ?? 0);
-        count += (m.get(stage)?.count ?? 0) - (before[k]?.get(stage)?.count ?? 0);
+        for (const key of ['sum', 'count', 'over2_5', 'over5'] as const) {
+          d[key] += (m.get(stage)?.[key] ?? 0) - (before[k]?.get(stage)?.[key] ?? 0);
+        }
       });
-      return `${stage || 'all'} ${count ? ((sum / count) * 1000).toFixed(2) : 'n/a'} ms (${count})`;
+      const mean = d.count ? ((d.sum / d.count) * 1000).toFixed(2) : 'n/a';
+      return `${stage || 'all'} ${mean} ms (${d.count}; > 2.5 ms ${d.over2_5}, > 5 ms ${d.over5})`;
     })
     .join(', ');
 }
@@ -276,19 +354,87 @@ interface Observer {
   seen: Map<number, number>;
 }
 
-function observe(ws: WebSocket, sentAt: Map<number, number>, measuring: () => boolean): Observer {
-  const o: Observer = { latencies: [], seen: new Map() };
+/** A `ws` client's arrivals while recording, flat [id, readAt, …] as the observing worker keeps them. */
+function recordWs(ws: WebSocket, recording: () => boolean): number[] {
+  const rec: number[] = [];
   ws.on('message', (data) => {
-    const now = performance.now();
+    const readAt = clock();
+    if (!recording()) return;
     const event = JSON.parse(String(data)) as { type: string; message?: { clientMessageId?: string } };
-    if (event.type !== 'new_message') return;
-    const n = Number(event.message?.clientMessageId?.slice(2));
-    const t = sentAt.get(n);
-    if (t === undefined) return;
-    o.seen.set(n, (o.seen.get(n) ?? 0) + 1);
-    if (measuring()) o.latencies.push(now - t);
+    const id = event.message?.clientMessageId;
+    if (event.type === 'new_message' && id?.startsWith('b-')) rec.push(Number(id.slice(2)), readAt);
   });
+  return rec;
+}
+
+/** Latencies of the measured messages and how often each message arrived, from one socket's arrivals. */
+function toObserver(rec: ArrayLike<number>, sentAt: Map<number, number>, measuredFrom: number): Observer {
+  const o: Observer = { latencies: [], seen: new Map() };
+  for (let i = 0; i + 1 < rec.length; i += 2) {
+    const id = rec[i] as number;
+    const t = sentAt.get(id);
+    if (t === undefined) continue;
+    o.seen.set(id, (o.seen.get(id) ?? 0) + 1);
+    if (id >= measuredFrom) o.latencies.push((rec[i + 1] as number) - t);
+  }
   return o;
+}
+
+/** The observed sockets: each other instance's, then A's. */
+interface Observation {
+  sockets: number;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Each socket's arrivals, grouped as opened (one group per other instance, then A). */
+  arrivals(): Promise<ArrayLike<number>[][]>;
+  close(): Promise<void>;
+}
+
+const A_OBSERVERS = 10;
+
+/** `ws` clients parsing on this thread (--ws-observers: the arrangement of the figures before 2026-11-29). */
+async function observeWithWs(cluster: TestCluster, others: number[]): Promise<Observation> {
+  let recording = false;
+  const groups: WebSocket[][] = [];
+  for (const k of others) groups.push(await connectMany(OBSERVERS, () => connect(cluster.port(k))));
+  groups.push(await connectMany(A_OBSERVERS, () => connect(cluster.port(0))));
+  const recs = groups.map((list) => list.map((ws) => recordWs(ws, () => recording)));
+  return {
+    sockets: groups.flat().length,
+    async start() {
+      recording = true;
+    },
+    async stop() {
+      recording = false;
+    },
+    async arrivals() {
+      return recs;
+    },
+    async close() {
+      for (const ws of groups.flat()) ws.terminate();
+    },
+  };
+}
+
+/** Raw clients on a worker thread of their own, recording when each frame was read (the default). */
+async function observeOnWorker(cluster: TestCluster, others: number[]): Promise<Observation> {
+  const pool = new ClientPool('observe', 0);
+  const sizes = [...others.map(() => OBSERVERS), A_OBSERVERS];
+  for (const k of others) await pool.open(cluster.port(k), OBSERVERS);
+  await pool.open(cluster.port(0), A_OBSERVERS);
+  return {
+    sockets: OBSERVERS * others.length + A_OBSERVERS,
+    start: () => pool.record(true),
+    stop: () => pool.record(false),
+    async arrivals() {
+      const all = await pool.results();
+      return sizes.map((n, k) => {
+        const from = sizes.slice(0, k).reduce((a, b) => a + b, 0);
+        return all.slice(from, from + n);
+      });
+    },
+    close: () => pool.close(),
+  };
 }
 
 async function main() {
@@ -315,7 +461,8 @@ async function main() {
     },
   });
   const all: Closeable[] = [];
-  let discardPool: DiscardPool | undefined;
+  let discardPool: ClientPool | undefined;
+  let observation: Observation | undefined;
   try {
     const cookie = await signUpMember(cluster);
     // A (instance 0) gets its share; the others split the rest evenly.
@@ -328,17 +475,14 @@ async function main() {
       Array.from({ length: SENDERS }, () => connect(cluster.port(0), cookie)),
     );
     const sentAt = new Map<number, number>();
-    let measuring = false;
-    const isMeasuring = () => measuring;
     const ports = Array.from({ length: INSTANCES }, (_, k) => cluster.port(k));
     const rssBefore = ports.map(rssOfPort);
     const t0 = performance.now();
-    const observedOthers: WebSocket[][] = [];
-    for (const k of others) observedOthers.push(await connectMany(OBSERVERS, () => connect(cluster.port(k))));
-    const observedB = observedOthers.flat();
-    const observedA = await connectMany(10, () => connect(cluster.port(0)));
+    observation = WS_OBSERVERS
+      ? await observeWithWs(cluster, others)
+      : await observeOnWorker(cluster, others);
     const restCounts: Array<[number, number]> = [
-      [cluster.port(0), perInstance - SENDERS - observedA.length],
+      [cluster.port(0), perInstance - SENDERS - A_OBSERVERS],
       ...others.map((k): [number, number] => [cluster.port(k), shareOf(k) - OBSERVERS]),
     ];
     const rest: Closeable[] = [];
@@ -347,19 +491,15 @@ async function main() {
         FULL_CLIENTS ? connect(port) : connectDiscarding(port);
       for (const [port, count] of restCounts) rest.push(...(await connectMany(count, () => quiet(port))));
     } else {
-      discardPool = new DiscardPool(DISCARD_NICE);
+      discardPool = new ClientPool('discard', DISCARD_NICE);
       for (const [port, count] of restCounts) await discardPool.open(port, count);
     }
-    all.push(...senders, ...observedA, ...observedB, ...rest);
-    const connected = all.length + (discardPool ? restCounts.reduce((a, [, c]) => a + c, 0) : 0);
+    all.push(...senders, ...rest);
+    const connected =
+      all.length + observation.sockets + (discardPool ? restCounts.reduce((a, [, c]) => a + c, 0) : 0);
     const connectSeconds = (performance.now() - t0) / 1000;
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const rssAfter = ports.map(rssOfPort);
-    // Every socket reads (the kernel buffers must drain); only observers parse.
-    const observersByInstance = observedOthers.map((list) =>
-      list.map((ws) => observe(ws, sentAt, isMeasuring)),
-    );
-    const observersA = observedA.map((ws) => observe(ws, sentAt, isMeasuring));
     console.log(
       `${connected} sockets connected in ${connectSeconds.toFixed(1)} s; sending ${RATE} msg/s on A…`,
     );
@@ -388,6 +528,7 @@ async function main() {
     const ownCpuBefore = process.cpuUsage();
     let n = 0;
     const intervalMs = 1000 / RATE;
+    await observation.start();
     const start = performance.now();
     const total = RATE * (WARMUP_SECONDS + SECONDS);
     let measuredFrom = -1;
@@ -395,12 +536,9 @@ async function main() {
       const tick = () => {
         const due = Math.min(total, Math.floor((performance.now() - start) / intervalMs) + 1);
         while (n < due) {
-          if (!measuring && n >= RATE * WARMUP_SECONDS) {
-            measuring = true;
-            measuredFrom = n;
-          }
+          if (measuredFrom < 0 && n >= RATE * WARMUP_SECONDS) measuredFrom = n;
           const id = n++;
-          sentAt.set(id, performance.now());
+          sentAt.set(id, clock());
           senders[id % SENDERS]?.send(
             JSON.stringify({
               type: 'send_message',
@@ -421,10 +559,15 @@ async function main() {
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const writesAfter = await readWrites();
     const gcAfter = await Promise.all(ports.map((_, k) => gcTotals(cluster, k)));
-    measuring = false;
+    await observation.stop();
+    const arrivals = await observation.arrivals();
+    const observersByInstance = arrivals
+      .slice(0, -1)
+      .map((group) => group.map((rec) => toObserver(rec, sentAt, measuredFrom)));
+    const observersA = (arrivals.at(-1) ?? []).map((rec) => toObserver(rec, sentAt, measuredFrom));
 
     const expected = total - measuredFrom;
-    const rows: Array<readonly [string, ReturnType<typeof observe>[]]> = [
+    const rows: Array<readonly [string, Observer[]]> = [
       ...observersByInstance.map((o, k) => [`instance ${k + 1} (other)`, o] as const),
       ['all other instances', observersByInstance.flat()] as const,
       ['A (same instance)', observersA] as const,
@@ -453,11 +596,35 @@ async function main() {
     });
     console.log(
       `\n${connected} sockets over ${INSTANCES} instances (${perInstance} on A, ${SOCKETS - perInstance} on the others; ` +
-        `${FULL_CLIENTS ? 'all ws clients' : `${observersA.length + observedB.length + SENDERS} ws clients, the rest discarding${discardPool ? ` on a worker thread, nice ${DISCARD_NICE}` : ''}`}), ` +
+        `${SENDERS} senders (ws), ${observation.sockets} observers (${WS_OBSERVERS ? 'ws, on this thread' : 'raw, on a worker thread'}), ` +
+        `${FULL_CLIENTS ? 'the rest ws clients' : `the rest discarding${discardPool ? ` on a worker thread, nice ${DISCARD_NICE}` : ''}`}), ` +
         `${RATE} msg/s on A for ${SECONDS} s ` +
         `after ${WARMUP_SECONDS} s warm-up (${expected} messages measured); ${machineLoad()}`,
     );
     printTable(table);
+    // Per message, its first and its last arrival on the other instances: the spread is the fan-out's order (and,
+    // with --ws-observers, this thread's parsing), the first arrival the path itself.
+    const firstLast = new Map<number, [number, number]>();
+    arrivals
+      .slice(0, -1)
+      .flat()
+      .forEach((rec) => {
+        for (let i = 0; i + 1 < rec.length; i += 2) {
+          const id = rec[i] as number;
+          const t = sentAt.get(id);
+          if (t === undefined || id < measuredFrom) continue;
+          const l = (rec[i + 1] as number) - t;
+          const fl = firstLast.get(id);
+          firstLast.set(id, fl ? [Math.min(fl[0], l), Math.max(fl[1], l)] : [l, l]);
+        }
+      });
+    const firsts = [...firstLast.values()].map((fl) => fl[0]).sort((x, y) => x - y);
+    const lasts = [...firstLast.values()].map((fl) => fl[1]).sort((x, y) => x - y);
+    console.log(
+      `per message on the other instances: first arrival p50 / p99 ${percentile(firsts, 50).toFixed(1)} / ` +
+        `${percentile(firsts, 99).toFixed(1)} ms, last arrival p50 / p99 ${percentile(lasts, 50).toFixed(1)} / ` +
+        `${percentile(lasts, 99).toFixed(1)} ms`,
+    );
     const share = (cpuSeconds: number) => `${((cpuSeconds / sendingSeconds) * 100).toFixed(0)} %`;
     console.log(
       `CPU while sending (${sendingSeconds.toFixed(1)} s; 200 % = both cores): ` +
@@ -502,7 +669,7 @@ async function main() {
     console.log(`bus latency received on B (server /metrics): ${await busLatency(cluster, 1)}`);
     const stagesAfter = await readStages();
     console.log(
-      `server stages, mean over the run (all instances): send on A: ${stageMeans(stagesBefore[0], stagesAfter[0])}; ` +
+      `server stages, mean over the run and slow ones (all instances): send on A: ${stageMeans(stagesBefore[0], stagesAfter[0])}; ` +
         `bus hop: ${stageMeans(stagesBefore[1], stagesAfter[1])}; ` +
         `fan-out to local sockets: ${stageMeans(stagesBefore[2], stagesAfter[2])}`,
     );
@@ -519,6 +686,7 @@ async function main() {
       c.destroy?.();
     }
     await discardPool?.close();
+    await observation?.close();
     await cluster.close();
   }
 }

@@ -74,8 +74,11 @@ export interface ChatHubOptions {
   pingIntervalMs: number;
   sendBufferLimitBytes: number;
   logger: Logger;
-  /** Duration of each broadcast to the local sockets, for the Prometheus histogram. */
-  onBroadcastSeconds?: (seconds: number) => void;
+  /**
+   * Duration of each flush of fan-out writes (the frames of one message to every local socket it reaches, or of
+   * several under coalescing), for the Prometheus histogram: the writes happen there, not where frames are queued.
+   */
+  onFlushSeconds?: (seconds: number) => void;
   /**
    * Under load, the least time between two flushes of fan-out writes (CHAT_COALESCE_MS): frames of several
    * messages to one socket then leave in one write, each waiting at most this long. 0: flush every turn.
@@ -95,6 +98,7 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
     coalesceMs: options.coalesceMs ?? 0,
     minFramesPerSecond: options.coalesceMinFramesPerSecond ?? COALESCE_MIN_FRAMES_PER_SECOND,
     onWrites: options.onWrites,
+    onFlushSeconds: options.onFlushSeconds,
     sockets: () => connections.size,
   });
   const connections = new Map<string, ChatConnection>();
@@ -232,11 +236,9 @@ export function createChatHub(options: ChatHubOptions): ChatHub {
     sendNow: writeNow,
     push: pushFrame,
     broadcast(data, exceptId) {
-      const start = options.onBroadcastSeconds ? process.hrtime.bigint() : 0n;
       for (const conn of connections.values()) {
         if (conn.id !== exceptId) pushFrame(conn, data);
       }
-      options.onBroadcastSeconds?.(Number(process.hrtime.bigint() - start) / 1e9);
     },
     release(conn) {
       const queued = conn.queue;

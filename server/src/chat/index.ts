@@ -40,7 +40,7 @@ export interface ChatDeps {
   lifecycle: ShutdownHooks;
   /** Notifications from chat (DMs, mentions) go through the notifications feature's service. */
   notifications: ChatNotificationSink;
-  /** Time to write one frame to this instance's sockets. */
+  /** Time of each flush of fan-out writes to this instance's sockets. */
   observeFanout: ObserveSeconds;
   /** Fan-out frames handed to sockets and the socket writes they took (counters). */
   countFanoutWrites(frames: number, writes: number): void;
@@ -57,7 +57,7 @@ export function registerChat(app: FastifyInstance, deps: ChatDeps): void {
     pingIntervalMs: config.WS_PING_INTERVAL_MS,
     sendBufferLimitBytes: config.CHAT_SEND_BUFFER_LIMIT_BYTES,
     logger: log,
-    onBroadcastSeconds: deps.observeFanout,
+    onFlushSeconds: deps.observeFanout,
     coalesceMs: config.CHAT_COALESCE_MS,
     onWrites: deps.countFanoutWrites,
   });

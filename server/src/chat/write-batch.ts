@@ -28,6 +28,8 @@ export interface WriteBatchOptions {
   sockets: () => number;
   /** After each flush: fan-out frames and socket writes since the previous call. */
   onWrites?: (frames: number, writes: number) => void;
+  /** After each flush that wrote: how long its writes took (seconds). */
+  onFlushSeconds?: (seconds: number) => void;
 }
 
 export interface WriteBatch {
@@ -82,7 +84,8 @@ export function createWriteBatch(options: WriteBatchOptions): WriteBatch {
   const flush = () => {
     flushScheduled = false;
     flushTimer = null;
-    lastFlushAt = performance.now();
+    const started = performance.now();
+    lastFlushAt = started;
     for (const conn of corked) {
       // Already uncorked by a direct reply (and perhaps corked again, so listed twice): once is enough.
       if (!conn.corked) continue;
@@ -90,7 +93,9 @@ export function createWriteBatch(options: WriteBatchOptions): WriteBatch {
       if (conn.socket.writableLength > 0) socketWrites++;
       conn.socket.uncork();
     }
+    const flushed = corked.length;
     corked.length = 0;
+    if (flushed > 0) options.onFlushSeconds?.((performance.now() - started) / 1000);
     if (options.onWrites) {
       options.onWrites(fanoutFrames - reportedFrames, socketWrites - reportedWrites);
       reportedFrames = fanoutFrames;

@@ -60,7 +60,9 @@ export function createHeraldMetrics(instanceId: string): HeraldMetrics {
   });
   const chatFanout = new Histogram({
     name: 'herald_chat_fanout_duration_seconds',
-    help: 'Time to hand one chat broadcast to every local chat socket.',
+    help:
+      'Time to write one flush of chat fan-out frames to the local chat sockets (one message’s frames, or several ' +
+      'messages’ under coalescing).',
     buckets: FAST_BUCKETS,
     registers,
   });
