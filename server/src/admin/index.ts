@@ -17,7 +17,7 @@ import type { Housekeeping } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { ShutdownHooks } from '../infra/shutdown.js';
 import type { NotificationService } from '../notifications/index.js';
-import type { Presence } from '../realtime/types.js';
+import type { Presence } from '../realtime/index.js';
 import {
   type BroadcastBody,
   BroadcastBodySchema,

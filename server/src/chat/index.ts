@@ -10,7 +10,7 @@ import type { Logger } from '../infra/logger.js';
 import { createReadPositions } from '../infra/read-positions.js';
 import type { ObserveSeconds, ShutdownHooks } from '../infra/shutdown.js';
 import type { Store } from '../infra/store.js';
-import type { Realtime } from '../realtime/types.js';
+import type { Realtime } from '../realtime/index.js';
 import { createChatGateway } from './gateway.js';
 import { type ChatConnection, type ChatIdentity, createChatHub } from './hub.js';
 import { createRoomLive } from './live.js';

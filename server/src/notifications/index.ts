@@ -10,7 +10,7 @@ import type { Housekeeping } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { ObserveSeconds, ShutdownHooks } from '../infra/shutdown.js';
 import type { Store } from '../infra/store.js';
-import type { Realtime } from '../realtime/types.js';
+import type { Realtime } from '../realtime/index.js';
 import {
   createDelivery,
   type DeliveryStrategy,

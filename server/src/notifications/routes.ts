@@ -7,7 +7,7 @@ import { notModified } from '../http/cache.js';
 import { AppError, HttpErrorCode } from '../http/errors.js';
 import { ErrorSchema } from '../http/schemas.js';
 import type { ShutdownHooks } from '../infra/shutdown.js';
-import type { Realtime } from '../realtime/types.js';
+import type { Realtime } from '../realtime/index.js';
 import {
   CountsSchema,
   ListQuerySchema,

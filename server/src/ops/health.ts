@@ -7,7 +7,7 @@ import type { OverloadMonitor } from '../http/overload.js';
 import type { Database } from '../infra/db.js';
 import type { Store } from '../infra/store.js';
 import { withTimeout } from '../infra/timeout.js';
-import type { Realtime } from '../realtime/types.js';
+import type { Realtime } from '../realtime/index.js';
 import type { Lifecycle } from './lifecycle.js';
 
 const CHECK_TIMEOUT_MS = 2_000;

@@ -8,7 +8,7 @@ import type { Database, Db } from '../infra/db.js';
 import type { Housekeeping } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { ShutdownHooks } from '../infra/shutdown.js';
-import type { Realtime } from '../realtime/types.js';
+import type { Realtime } from '../realtime/index.js';
 import { createWebhookEvents, WEBHOOKS_CHANGED_TOPIC, type WebhookEvents } from './events.js';
 import { registerWebhookRoutes } from './routes.js';
 import { createSecretBox } from './secret.js';

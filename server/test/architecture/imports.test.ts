@@ -162,6 +162,20 @@ describe('architecture: imports follow the floors', () => {
     expect(bad).toEqual([]);
   });
 
+  it('the real-time core has one door: other parts import realtime/index.ts only (type-only imports included)', () => {
+    const door = path.join(SRC, 'realtime', 'index.ts');
+    const bad: string[] = [];
+    for (const [file, targets] of graph) {
+      if (partOf(file) === 'realtime') continue;
+      for (const t of targets) {
+        if (graph.has(t) && partOf(t) === 'realtime' && t !== door) {
+          bad.push(`${path.relative(SRC, file)} → ${path.relative(SRC, t)}`);
+        }
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
   it('no import cycle between modules (type-only imports included)', () => {
     // Tarjan's strongly connected components: any component of more than one file is a cycle.
     let index = 0;
