@@ -194,24 +194,35 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       }
       counters.published++;
       const envelope = createEnvelope(instanceId, topic, payload);
-      local.dispatch(envelope);
       let raw: string;
       try {
         if (!isValidTopic(topic)) throw new Error(`invalid topic "${String(topic).slice(0, 64)}"`);
         raw = JSON.stringify(envelope);
       } catch (err) {
+        local.dispatch(envelope);
         counters.publishFailures++;
         logger.error({ topic, err }, 'bus message could not be serialised; delivered locally only');
         return false;
       }
       // Receivers drop anything above the bound, so there is no point sending it.
       if (Buffer.byteLength(raw) > options.maxPayloadBytes) {
+        local.dispatch(envelope);
         counters.publishFailures++;
         logger.error({ topic, bytes: raw.length }, 'bus message too large; delivered locally only');
         return false;
       }
+      // The command is written to the store's socket first, local delivery second: local handlers run
+      // synchronously (a chat message is framed for every local socket), and the other instances' copy should
+      // not wait behind that work.
+      let sent: Promise<unknown>;
       try {
-        await send(channelFor(channels, topic, payload, envelope.id), raw);
+        sent = send(channelFor(channels, topic, payload, envelope.id), raw);
+      } catch (err) {
+        sent = Promise.reject(err);
+      }
+      local.dispatch(envelope);
+      try {
+        await sent;
         return true;
       } catch (err) {
         counters.publishFailures++;
