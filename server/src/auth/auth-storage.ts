@@ -6,6 +6,7 @@ import type { BetterAuthOptions } from 'better-auth';
 
 type SecondaryStorage = NonNullable<BetterAuthOptions['secondaryStorage']>;
 
+import { createLocalWindows } from '../http/rate-limit.js';
 import type { Logger } from '../infra/logger.js';
 import type { Store } from '../infra/store.js';
 import { AUTH_STORE_PREFIX, type Revocation } from './revocation.js';
@@ -27,26 +28,6 @@ function userOfKey(key: string, value?: string): string | null {
   }
 }
 
-/** Per-instance fixed-window counters: the auth rate limit while the shared store cannot count. */
-function createLocalWindows() {
-  const windows = new Map<string, { count: number; resetAt: number }>();
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k);
-  }, 60_000);
-  sweep.unref();
-  return (key: string, windowMs: number): number => {
-    const now = Date.now();
-    const w = windows.get(key);
-    if (!w || w.resetAt <= now) {
-      windows.set(key, { count: 1, resetAt: now + windowMs });
-      return 1;
-    }
-    w.count++;
-    return w.count;
-  };
-}
-
 export function createAuthStorage(deps: {
   store: Store;
   logger: Logger;
@@ -54,7 +35,8 @@ export function createAuthStorage(deps: {
 }): SecondaryStorage {
   const { store, logger, revocation } = deps;
   const authPrefix = AUTH_STORE_PREFIX;
-  const localWindow = createLocalWindows();
+  // Per-instance windows: the auth rate limit while the shared store cannot count.
+  const localWindows = createLocalWindows();
   /**
    * A store write that failed is not the end of the request: the database holds the truth (sessions and
    * verification values are stored there too), and the stale or missing store copy is repaired durably
@@ -103,7 +85,7 @@ export function createAuthStorage(deps: {
           { err: (err as Error).message },
           'auth rate-limit store unreachable; limiting per instance',
         );
-        return localWindow(key, ttl * 1000);
+        return localWindows.hit(key, ttl * 1000).count;
       }
     },
   };

@@ -1,6 +1,7 @@
-// Owns the fixed-window counter used by every per-key limit Herald applies itself (API keys, per-client
+// Owns the fixed-window counters of every per-key limit Herald applies itself (API keys, per-client
 // per-second limits, chat messages and room creations; better-auth's limits count through the same store
-// primitive, `incrWindow`): INCR + PEXPIRE in the shared store, so a limit holds across instances, or per instance while
+// primitive, `incrWindow`, and the same local windows while the store cannot; SSE stream opens count in local
+// windows alone): INCR + PEXPIRE in the shared store, so a limit holds across instances, or per instance while
 // the store is unreachable (never without a limit). Once a key is over its limit this instance answers locally
 // until the window ends, so a client hammering past its limit costs no further store round trips.
 import type { Logger } from '../infra/logger.js';
@@ -12,6 +13,38 @@ export type LimitResult = { ok: true } | { ok: false; retryAfterMs: number };
 export interface WindowLimiter {
   hit(key: string): Promise<LimitResult>;
   close(): void;
+}
+
+/**
+ * Per-instance fixed windows: the count of each key in its current window. The one in-memory counter behind every
+ * limit that counts on one instance (a store-backed limit while the store cannot count, better-auth's limits in the
+ * same case, stream opens). Windows that ended are dropped as later hits pass, so there is no timer to stop.
+ */
+export interface LocalWindows {
+  /** Counts one hit of `key`; a new window of `windowMs` starts when none is running. */
+  hit(key: string, windowMs: number, now?: number): { count: number; ttlMs: number };
+  clear(): void;
+}
+
+export function createLocalWindows(sweepEveryMs = 60_000): LocalWindows {
+  const windows = new Map<string, { count: number; resetAt: number }>();
+  let sweptAt = Date.now();
+  return {
+    hit(key, windowMs, now = Date.now()) {
+      if (now - sweptAt >= sweepEveryMs) {
+        for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k);
+        sweptAt = now;
+      }
+      let w = windows.get(key);
+      if (!w || w.resetAt <= now) {
+        w = { count: 0, resetAt: now + windowMs };
+        windows.set(key, w);
+      }
+      w.count++;
+      return { count: w.count, ttlMs: w.resetAt - now };
+    },
+    clear: () => windows.clear(),
+  };
 }
 
 export function createWindowLimiter(deps: {
@@ -32,27 +65,18 @@ export function createWindowLimiter(deps: {
   now?: boolean;
 }): WindowLimiter {
   const { store, max, windowMs, logger, prefix } = deps;
-  const local = new Map<string, { count: number; resetAt: number }>();
+  const local = createLocalWindows(Math.max(windowMs, 1_000));
   const blockedUntil = new Map<string, number>();
   let lastStoreWarning = 0;
   const sweep = setInterval(
     () => {
       const now = Date.now();
-      for (const [k, w] of local) if (w.resetAt <= now) local.delete(k);
       for (const [k, until] of blockedUntil) if (until <= now) blockedUntil.delete(k);
     },
     Math.max(windowMs, 1_000),
   );
   sweep.unref();
-  const localHit = (key: string, now: number) => {
-    let w = local.get(key);
-    if (!w || w.resetAt <= now) {
-      w = { count: 0, resetAt: now + windowMs };
-      local.set(key, w);
-    }
-    w.count++;
-    return { count: w.count, ttlMs: w.resetAt - now };
-  };
+  const localHit = (key: string, now: number) => local.hit(key, windowMs, now);
   return {
     async hit(key) {
       const now = Date.now();

@@ -1,6 +1,7 @@
 // Owns this instance's open SSE streams by user and by client address: who may open one more (caps and the
 // rate of opens, checked before anything is opened), registration with presence, and clean removal when a
 // stream ends for any reason. docs/architecture.md, "Limits and timeouts".
+import { createLocalWindows } from '../../http/rate-limit.js';
 import type { Presence } from '../../realtime/index.js';
 import { StreamErrorCode } from '../errors.js';
 import type { StreamEntry } from './order.js';
@@ -20,24 +21,14 @@ export type Refusal = {
   retryAfterS: number;
 };
 
-/** Fixed-window counters of stream opens per key; windows are dropped as they pass. */
+/** Fixed-window counters of stream opens per key (http/rate-limit.ts's local windows: opens count per instance). */
 function createOpenCounter(limit: number, windowMs: number) {
-  const windows = new Map<string, { start: number; count: number }>();
-  let sweptAt = Date.now();
+  const windows = createLocalWindows(windowMs);
   return {
     /** Counts one open; returns the seconds to wait when over the limit. */
     hit(key: string, now: number): number | null {
-      if (now - sweptAt > windowMs) {
-        for (const [k, w] of windows) if (now - w.start >= windowMs) windows.delete(k);
-        sweptAt = now;
-      }
-      let w = windows.get(key);
-      if (!w || now - w.start >= windowMs) {
-        w = { start: now, count: 0 };
-        windows.set(key, w);
-      }
-      w.count++;
-      return w.count > limit ? Math.max(1, Math.ceil((w.start + windowMs - now) / 1000)) : null;
+      const { count, ttlMs } = windows.hit(key, windowMs, now);
+      return count > limit ? Math.max(1, Math.ceil(ttlMs / 1000)) : null;
     },
   };
 }
