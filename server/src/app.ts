@@ -1,3 +1,6 @@
+// The composition root: builds every part in floor order (infrastructure, HTTP and real-time core, auth, the
+// features, admin and ops), hands each its typed dependencies, passes on the handles they return, attaches the
+// event port's consumers and registers the shutdown phases (docs/architecture.md "Composition root").
 import { registerAdmin } from './admin/index.js';
 import { registerApiKeys } from './api-keys/index.js';
 import { createAuth } from './auth/auth.js';

@@ -1,4 +1,5 @@
-// Owns the one environment schema. Everything else receives a typed Config; nothing else reads process.env.
+// Owns the one environment schema. Everything else receives a typed Config; nothing else reads process.env (but
+// cli.ts's create-admin password, HERALD_ADMIN_PASSWORD, a secret of that command and not configuration).
 import { createECDH, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

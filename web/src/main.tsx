@@ -1,3 +1,5 @@
+// The web app's entry: one Herald client for the page, its provider around the page table, and the SDK's
+// stylesheet before the app's own.
 import { HeraldProvider } from '@herald/client/react';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';

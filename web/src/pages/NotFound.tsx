@@ -1,3 +1,4 @@
+// The page for a path the page table does not know, with a way back home.
 import { useTexts } from '../locale';
 import { Link } from '../router';
 
