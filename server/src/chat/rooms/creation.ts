@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../../infra/db.js';
 import { rowsOf } from '../../infra/db.js';
-import { atRoomLimit, insertMembers, inTx, must, unknownUsers } from './member-writes.js';
+import { atRoomLimit, insertMembers, inTx, lockUsers, must, unknownUsers } from './member-writes.js';
 import type { Caller, Room, RoomError, RoomLimits } from './model.js';
 import { type RoomViews, viewOrThrow } from './views.js';
 
@@ -31,6 +31,9 @@ export function createRoomCreation(db: Db, limits: RoomLimits, views: RoomViews)
       const result = await inTx(db, async (tx) => {
         await tx.execute(sql`insert into chat_room (id, kind, name, created_by, member_count)
           values (${id}, ${input.kind}, ${input.name}, ${owner.userId}, 0)`);
+        // Every member's lock at once, in key order: locking the owner first and the others later could deadlock
+        // with a room created at the same time by one of them for the owner.
+        await lockUsers(tx, [owner.userId, ...memberIds]);
         must(await insertMembers(tx, limits, id, input.kind, [owner.userId], 'owner'));
         must(await insertMembers(tx, limits, id, input.kind, memberIds, 'member'));
         return id;

@@ -37,6 +37,23 @@ export const lockRoom = async (tx: Exec, roomId: string) =>
     await tx.execute(sql`select kind from chat_room where id = ${roomId} for update`),
   )[0];
 
+// Advisory lock namespace of a user's room memberships (two-key form: a keyspace apart from the one-key locks of
+// migrations and the last-admin guard).
+const MEMBERSHIP_LOCK_NAMESPACE = 6_100;
+
+/**
+ * Takes the membership locks of `userIds` until the transaction ends: a room's lock serialises adds to that room
+ * only, so two transactions adding one user to two different rooms would both count the user under the limit and
+ * both insert. Locks are taken in key order (no deadlock between two multi-user adds) and always after the room's
+ * own lock; transaction-scoped, so they hold behind PgBouncer in transaction mode.
+ */
+export const lockUsers = async (tx: Exec, userIds: string[]): Promise<void> => {
+  if (userIds.length === 0) return;
+  await tx.execute(sql`
+      select pg_advisory_xact_lock(${MEMBERSHIP_LOCK_NAMESPACE}, k)
+      from (select distinct hashtext(id) as k from unnest(${textArray(userIds)}) as u(id) order by k) keys`);
+};
+
 /** Users among `userIds` already at the rooms-per-user limit. */
 export const atRoomLimit = async (db: Db, limits: RoomLimits, userIds: string[]): Promise<string[]> => {
   if (userIds.length === 0) return [];
@@ -57,8 +74,8 @@ export const unknownUsers = async (db: Db, userIds: string[]): Promise<string[]>
 };
 
 /**
- * Adds members inside a transaction holding the room's lock: checks the private-room size and each new
- * member's room count there, so concurrent adds cannot overshoot either limit.
+ * Adds members inside a transaction holding the room's lock and the new members' membership locks: checks the
+ * private-room size and each new member's room count there, so concurrent adds cannot overshoot either limit.
  */
 export const insertMembers = async (
   tx: Exec,
@@ -75,6 +92,7 @@ export const insertMembers = async (
         where not exists (select 1 from chat_member cm where cm.room_id = ${roomId} and cm.user_id = u.id)`),
   ).map((r) => r.user_id);
   if (fresh.length === 0) return 0;
+  await lockUsers(tx, fresh);
   if (kind === 'private') {
     const count = rowsOf<{ member_count: number }>(
       await tx.execute(sql`select member_count from chat_room where id = ${roomId}`),
