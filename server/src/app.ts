@@ -134,7 +134,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const sessions = createSessionResolver(auth, { store, db: database.db, logger, revocation });
   late.sessions = sessions;
   // Herald's own answer to GET /auth/get-session when it is better-auth's exact answer (auth/session-read.ts).
-  const sessionRead = createGetSessionFastPath(auth, { sessions, store });
+  const sessionRead = createGetSessionFastPath(auth, { sessions });
   app.decorateRequest('auth', null);
 
   await installBrowserPolicy(app, config);

@@ -161,10 +161,11 @@ function toContext(s: StoredSession): AuthContext | null {
 /**
  * The hot-path session check for Herald's own routes. better-auth's getSession costs, per call, an endpoint
  * dispatch, two store reads (session + per-user revocation marker), a cookie re-signing and sometimes a
- * database write; this does one HMAC check and ONE store read. Revocation stays immediate because every
- * revocation path deletes the session from the store before its request returns, or, when the store cannot be
- * reached, records a durable repair (auth/revocation.ts) and this resolver reads PostgreSQL until the repairs
- * are applied. The database is also consulted when the store has lost the key (e.g. a Redis restart).
+ * database write; this does one HMAC check and one store round trip (the record and its user's "revoked before"
+ * mark, in one MGET once the token's user is known). Revocation stays immediate because every revocation path
+ * deletes the session from the store before its request returns or sets that mark (a whole user's sessions),
+ * or, when the store cannot be reached, records a durable repair (auth/revocation.ts) and this resolver reads
+ * PostgreSQL until the repairs are applied. The database is also consulted when the store has lost the key (e.g. a Redis restart).
  */
 export function createSessionResolver(
   auth: Auth,
@@ -226,38 +227,72 @@ export function createSessionResolver(
     return token;
   };
 
+  const storeFailed = (err: unknown): typeof MISSING => {
+    stats.storeErrors++;
+    deps.revocation.storeFailed();
+    deps.logger.warn(
+      { err: (err as Error).message },
+      'session store unreachable: reading the session from the database',
+    );
+    return MISSING;
+  };
+
+  /** better-auth's "revoked before" mark of a user (ms; 0 when none), read as better-auth reads it. */
+  const readRevokedBefore = async (userId: string): Promise<number> =>
+    Number(await deps.store.get(`${AUTH_STORE_PREFIX}revoked-sessions-before-${userId}`));
+
   /**
-   * One store read for a token. MISSING when the store lost the key or could not be reached (PostgreSQL must
-   * answer), null for an unreadable record, otherwise the record with its verdict (context null: expired/banned).
+   * The store reads for a token: its record and its user's "revoked before" mark. MISSING when the store lost the
+   * key or could not be reached (PostgreSQL must answer), null for an unreadable record, otherwise the record with
+   * its verdict (context null: expired, banned, or created before the mark).
+   *
+   * Why the mark: a ban, a password reset or "revoke all sessions" deletes the store records of the sessions on
+   * better-auth's per-user list (`active-sessions-<userId>`), which better-auth keeps by read-modify-write, so
+   * concurrent sign-ins lose entries (1–5 of 20 sessions survived a ban). It also sets the mark, which better-auth's
+   * own session read checks; so does this one. Once the token's user is known, the mark is read in the same turn
+   * as the record (one MGET on a single Redis).
    */
   async function readStore(
     token: string,
   ): Promise<typeof MISSING | null | { raw: string; parsed: StoredSession; context: AuthContext | null }> {
+    const knownUser = userByToken.get(token);
+    const early = knownUser === undefined ? undefined : readRevokedBefore(knownUser);
+    // Awaited only when the record is judged; a failure on any other way out must not go unhandled.
+    early?.catch(() => undefined);
     let raw: string | null;
     try {
       raw = await deps.store.get(AUTH_STORE_PREFIX + token);
       stats.store++;
     } catch (err) {
-      stats.storeErrors++;
-      deps.revocation.storeFailed();
-      deps.logger.warn(
-        { err: (err as Error).message },
-        'session store unreachable: reading the session from the database',
-      );
-      return MISSING;
+      return storeFailed(err);
     }
     if (raw === null) return MISSING;
     const seen = parsedByToken.get(token);
-    if (seen && seen.raw === raw) return { raw, parsed: seen.parsed, context: toContext(seen.parsed) };
     let parsed: StoredSession;
-    try {
-      parsed = JSON.parse(raw) as StoredSession;
-    } catch {
-      return null;
+    if (seen && seen.raw === raw) parsed = seen.parsed;
+    else {
+      try {
+        parsed = JSON.parse(raw) as StoredSession;
+      } catch {
+        return null;
+      }
+      if (!parsed?.session || !parsed.user) return null;
+      parsedByToken.set(token, { raw, parsed });
     }
-    if (!parsed?.session || !parsed.user) return null;
-    parsedByToken.set(token, { raw, parsed });
-    return { raw, parsed, context: remember(token, toContext(parsed)) };
+    let revokedBefore: number;
+    try {
+      const userId = parsed.session.userId;
+      revokedBefore = await (early && knownUser === userId ? early : readRevokedBefore(userId));
+    } catch (err) {
+      return storeFailed(err);
+    }
+    // As better-auth compares: a record without createdAt (NaN) is not "before".
+    if (new Date(parsed.session.createdAt ?? Number.NaN).getTime() < revokedBefore) {
+      return { raw, parsed, context: null };
+    }
+    const context = toContext(parsed);
+    // The token → user map is written once per record text, not per request.
+    return { raw, parsed, context: seen?.raw === raw ? context : remember(token, context) };
   }
 
   return {

@@ -6,10 +6,8 @@ import type { BetterAuthOptions } from 'better-auth';
 import { parseSessionOutput, parseUserOutput } from 'better-auth/db';
 import { serializeCookie } from 'better-call';
 import { BoundedMap } from '../infra/bounded-map.js';
-import type { Store } from '../infra/store.js';
 import type { Auth } from './auth.js';
 import { readCookie, type SessionResolver, type StoredSession } from './guard.js';
-import { AUTH_STORE_PREFIX } from './revocation.js';
 
 /** What the fast path answers with: status 200, these headers in this order, and the body. */
 export interface GetSessionAnswer {
@@ -30,7 +28,6 @@ export interface GetSessionFastPath {
 
 export interface GetSessionFastPathDeps {
   sessions: SessionResolver;
-  store: Store;
 }
 
 /** better-auth's per-chunk ceiling for a cookie (cookies/session-store: MAX_COOKIE_SIZE). */
@@ -57,8 +54,6 @@ interface Rendered {
   body: string;
   sessionJson: string;
   userJson: string;
-  userId: string;
-  createdAtMs: number;
   expiresAtMs: number;
   /** The snapshot cookie's parts that do not depend on the clock, made on the record's first answer. */
   snapshot?: SnapshotParts;
@@ -180,7 +175,6 @@ function render(raw: string, stored: StoredSession, options: Settings['options']
     createdAt: new Date(u.createdAt as string),
     updatedAt: new Date(u.updatedAt as string),
   } as Parameters<typeof parseUserOutput>[1]);
-  const createdAtMs = new Date(s.createdAt as string).getTime();
   const expiresAtMs = new Date(s.expiresAt as string).getTime();
   // An invalid date would make better-auth throw while serialising (toISOString); leave such a record to it.
   const dates = [s.createdAt, s.expiresAt, s.updatedAt, u.createdAt, u.updatedAt];
@@ -193,8 +187,6 @@ function render(raw: string, stored: StoredSession, options: Settings['options']
     body: `{"session":${sessionJson},"user":${userJson}}`,
     sessionJson,
     userJson,
-    userId: stored.session.userId,
-    createdAtMs,
     expiresAtMs,
   };
 }
@@ -228,13 +220,8 @@ export function createGetSessionFastPath(auth: Auth, deps: GetSessionFastPathDep
     if (!cookie || readCookie(cookie, s.dontRememberCookie) !== undefined) return null;
     const token = await deps.sessions.tokenFromHeaders(headers);
     if (!token) return null;
-    // better-auth also refuses a session created before the user's "revoked before" mark (set when all of a
-    // user's sessions are revoked). The user of a token never changes, so once known the mark is read in the
-    // same store round trip as the record.
-    const knownUser = deps.sessions.knownUserId(token);
-    const early = knownUser === undefined ? undefined : readRevokedBefore(knownUser);
-    // Awaited below only when the record is served; a failure on any other way out must not go unhandled.
-    early?.catch(() => undefined);
+    // The guard's read also refuses a session created before the user's "revoked before" mark, as better-auth
+    // does (auth/guard.ts readStore).
     const hit = await deps.sessions.storedSession(token);
     if (!hit) return null;
     let r = rendered.get(token);
@@ -244,14 +231,6 @@ export function createGetSessionFastPath(auth: Auth, deps: GetSessionFastPathDep
       r = fresh;
       rendered.set(token, r);
     }
-    let revokedBefore: number;
-    try {
-      revokedBefore = await (knownUser === r.userId && early ? early : readRevokedBefore(r.userId));
-    } catch {
-      // better-auth reads the same key and degrades its own way; let it answer.
-      return null;
-    }
-    if (r.createdAtMs < revokedBefore) return null;
     const now = Date.now();
     // Expired (the guard checked too, but the clock moved), or the once-a-day sliding refresh is due: that writes
     // the session and re-issues the token cookie, which better-auth does itself.
@@ -268,10 +247,6 @@ export function createGetSessionFastPath(auth: Auth, deps: GetSessionFastPathDep
       body: r.body,
     };
   };
-
-  const readRevokedBefore = async (userId: string): Promise<number> =>
-    // better-auth: Number(await secondaryStorage.get(`revoked-sessions-before-${userId}`)); Number(null) is 0.
-    Number(await deps.store.get(`${AUTH_STORE_PREFIX}revoked-sessions-before-${userId}`));
 
   return {
     stats,

@@ -96,9 +96,11 @@ export function createPushService(deps: PushServiceDeps) {
             (xmax = 0) as inserted`),
       );
       if (!row) throw new Error('push subscription upsert returned nothing');
-      // A user's browsers are bounded: the least recently subscribed beyond the cap go (stale installs).
+      // A user's browsers are bounded: the least recently subscribed beyond the cap go (stale installs). The owner
+      // is checked again on the row itself: the ids come from the statement's snapshot, and a row another user took
+      // over meanwhile (the same browser, signed in as someone else) is re-checked only by the outer condition.
       await db.execute(sql`
-        delete from push_subscription where id in (
+        delete from push_subscription where user_id = ${userId} and id in (
           select id from push_subscription where user_id = ${userId}
           order by updated_at desc, id desc offset ${deps.maxPerUser})`);
       return { subscription: view(row), created: Boolean(row.inserted) };

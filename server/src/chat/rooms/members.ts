@@ -51,19 +51,25 @@ export function createRoomMembers(db: Db, views: RoomViews): RoomMembers {
     async markRead(roomId, caller, seq) {
       const a = await views.access(roomId, caller);
       if (!a || (a.role === null && a.kind !== 'general')) return { error: 'not_found' };
-      // Only general may lack a member row (every user is in it): the first read creates it.
+      // Only general may lack a member row (every user is in it): the first read creates it. Any other room's read
+      // position is only ever updated, never inserted: a removal committing while this statement waits for its row
+      // leaves nothing to update, and the caller gets not_found instead of a member row back (an upsert decided
+      // "member" from its snapshot and re-inserted the removed member: 8–20 of 40 racing rounds).
+      const up =
+        roomId === GENERAL_ROOM_ID
+          ? sql`insert into chat_member (room_id, user_id, role, last_read_seq)
+          select ${roomId}, ${caller.userId}, 'member', target.s from target
+          on conflict (room_id, user_id) do update
+            set last_read_seq = greatest(chat_member.last_read_seq, excluded.last_read_seq)
+          returning last_read_seq`
+          : sql`update chat_member set last_read_seq = greatest(chat_member.last_read_seq, target.s) from target
+          where room_id = ${roomId} and user_id = ${caller.userId}
+          returning chat_member.last_read_seq`;
       const r = await rows<{ last_read_seq: string | number; changed: boolean; kind: RoomKind }>(sql`
         with room as (select id, kind, last_seq from chat_room where id = ${roomId}),
         target as (select least(${seq}::bigint, room.last_seq) as s from room),
         old as (select last_read_seq from chat_member where room_id = ${roomId} and user_id = ${caller.userId}),
-        up as (
-          insert into chat_member (room_id, user_id, role, last_read_seq)
-          select ${roomId}, ${caller.userId}, 'member', target.s from target
-          where ${roomId} = ${GENERAL_ROOM_ID} or exists (select 1 from old)
-          on conflict (room_id, user_id) do update
-            set last_read_seq = greatest(chat_member.last_read_seq, excluded.last_read_seq)
-          returning last_read_seq
-        )
+        up as (${up})
         select up.last_read_seq, (up.last_read_seq > coalesce((select last_read_seq from old), -1)) as changed,
           (select kind from room) as kind
         from up`);
