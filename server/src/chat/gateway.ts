@@ -201,9 +201,10 @@ export function createChatGateway(app: FastifyInstance, deps: ChatGatewayDeps): 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path !== CHAT_PATH) {
-      // Leave other paths to other upgrade listeners if there are any.
-      if (app.server.listenerCount('upgrade') === 1)
-        refuse(socket, 404, 'NOT_FOUND', 'No WebSocket endpoint here');
+      // This is the one WebSocket endpoint: every other path is refused here. (Leaving it "to another listener"
+      // when there were several left it open forever once the shutdown drain listened for upgrades too: 256 such
+      // sockets used up an address's connections, and one held SIGTERM for the whole grace period.)
+      refuse(socket, 404, 'NOT_FOUND', 'No WebSocket endpoint here');
       return;
     }
     // Without a listener a reset during the session lookup would be an uncaught error.

@@ -1,11 +1,13 @@
 // Chat over real WebSockets against a real listening server (one instance): handshake rules, protocol
 // validation, message rules, permissions, idempotency, purge, ping/pong and user disconnections.
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import net, { type AddressInfo } from 'node:net';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { chatMessage } from '../../src/infra/schema/chat.js';
-import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
 import { type ChatClient, openChat, refusedStatus } from '../helpers/ws-client.js';
 
@@ -75,6 +77,29 @@ describe('chat (single instance)', () => {
       expect(refused.status).toBe(403);
       expect(JSON.parse(refused.body)).toMatchObject({ code: 'FORBIDDEN' });
     });
+
+    it.each([
+      ['/health', 'websocket'],
+      ['/chat/', 'websocket'],
+      ['/notification/list', 'foo'],
+    ])(
+      'answers an upgrade of %s (Upgrade: %s) with 404 and closes it, never leaving it hanging',
+      async (path, kind) => {
+        const { port } = app.server.address() as AddressInfo;
+        const socket = net.connect(port, '127.0.0.1');
+        socket.write(
+          `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: Upgrade\r\nUpgrade: ${kind}\r\n` +
+            `Origin: ${TEST_ORIGIN}\r\n\r\n`,
+        );
+        let answer = '';
+        socket.on('data', (chunk: Buffer) => {
+          answer += chunk.toString('latin1');
+        });
+        await once(socket, 'close');
+        expect(answer).toMatch(/^HTTP\/1\.1 404 /);
+        expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 'NOT_FOUND' });
+      },
+    );
 
     it('answers a plain GET /chat with 426', async () => {
       const res = await app.inject({ method: 'GET', url: '/chat' });
