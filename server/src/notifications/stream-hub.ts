@@ -215,6 +215,8 @@ export function createStreamHub(deps: StreamHubDeps) {
       // Fastify keeps the reply until the stream ends: its copy of the headers is not needed after the head.
       dropReplyHeaders(reply);
       const conn = openSse(reply.raw, { headers, maxBufferedBytes: deps.maxBufferedBytes });
+      // The client left while the route authenticated: nothing to register or read.
+      if (conn.closed) return;
       const userId = auth.user.id;
       // The cursor is read *before* registering: anything committed after the read is then held (published
       // after registration) or replayed below, or both (the seq check drops the second copy).

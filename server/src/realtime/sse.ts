@@ -137,6 +137,11 @@ class RawSseConnection implements SseConnection {
     const finish = () => this.#finish();
     raw.on('close', finish);
     raw.on('error', finish);
+    // Gone before it opened: the socket was destroyed while the route was still awaiting (a parse error on a
+    // byte after the request, a client that left during authentication). Its 'close' has been emitted already,
+    // so without this the stream would count as open (its user's slot and presence) until a restart.
+    const socket = raw.socket;
+    if (raw.destroyed || socket === null || socket.destroyed) this.#closed = true;
   }
 
   get closed(): boolean {

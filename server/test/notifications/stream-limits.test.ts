@@ -1,4 +1,6 @@
 // Caps on notification streams: per user and per client IP on one instance, the rate of opens, and HEAD.
+import { once } from 'node:events';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { openStream, type SseClient } from '../helpers/sse-client.js';
@@ -43,6 +45,27 @@ describe('notification stream limits', () => {
     await a.ended;
     await expect.poll(() => app.notificationStreams.stats().streams).toBe(2);
     await (await open(base, u.cookie)).waitFor((e) => e.event === 'connected');
+  });
+
+  it('a stream request cut off by a malformed byte after it leaves nothing registered (no leaked slot, no presence)', async () => {
+    const app = await env.app({ SSE_MAX_STREAMS_PER_USER: '2', SSE_OPEN_RATE_LIMIT: '1000' });
+    const base = await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = new URL(base);
+    const u = await createVerifiedUser(app, env.smtp);
+    // The request parses, its route starts authenticating, then the stray byte is a parse error: Node answers
+    // 400 and destroys the socket while the route is still awaiting.
+    for (let i = 0; i < 5; i++) {
+      const socket = net.connect(Number(port), '127.0.0.1');
+      socket.write(`GET /notification/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ${u.cookie}\r\n\r\nx`);
+      socket.resume();
+      await once(socket, 'close');
+    }
+    await expect.poll(() => app.notificationStreams.stats().streams).toBe(0);
+    expect(app.notificationStreams.stats().users).toBe(0);
+    // The user's two slots are free: two real streams open.
+    const [a, b] = [await open(base, u.cookie), await open(base, u.cookie)];
+    await Promise.all([a, b].map((c) => c.waitFor((e) => e.event === 'connected')));
+    expect(app.notificationStreams.stats().streams).toBe(2);
   });
 
   it('refuses streams beyond the per-IP cap', async () => {
