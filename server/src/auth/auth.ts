@@ -26,7 +26,18 @@ import { socialSignIn } from './social.js';
 
 export { AUTH_STORE_PREFIX } from './revocation.js';
 
-import { assertNotLastAdmin, fitProviderProfile, validImage, validName, validRole } from './account-rules.js';
+import {
+  assertNotLastAdmin,
+  checkAuthRequestBody,
+  fitProviderProfile,
+  LOCALE_MAX_CHARS,
+  validBanReason,
+  validDisplayUsername,
+  validImage,
+  validLocale,
+  validName,
+  validRole,
+} from './account-rules.js';
 import { withContractErrors } from './responses.js';
 
 /** The user.created event's payload: named fields only, so nothing internal ever reaches a consumer. */
@@ -112,7 +123,7 @@ function isProviderFlow(path: string | undefined): boolean {
 /** `locale` on the user (CONTRACT §12): a BCP 47 tag, stored in canonical case; null clears it. */
 const LocaleInputSchema = z
   .string()
-  .max(35)
+  .max(LOCALE_MAX_CHARS)
   .refine((v) => normalizeLocale(v) !== null, {
     message: 'locale must be a BCP 47 language tag such as en or de-AT',
   })
@@ -139,6 +150,23 @@ const localeOf = (user: object): string | null => {
   const locale = (user as { locale?: unknown }).locale;
   return typeof locale === 'string' ? locale : null;
 };
+
+/**
+ * The user fields that reach the signed session snapshot cookie and that no better-auth check bounds, checked on
+ * every write whatever the route (admin update-user hands its `data` to the database as it is): the display
+ * username, the locale and the ban reason. The request-level check (checkAuthRequestBody) answers first with the
+ * field's path; this one keeps a server-side caller or a future route from storing what a client could not.
+ */
+function checkedSnapshotFields(data: object): Record<string, unknown> {
+  const { displayUsername, locale, banReason } = data as Record<string, unknown>;
+  const checked: Record<string, unknown> = {};
+  if (displayUsername !== undefined && displayUsername !== null) {
+    checked.displayUsername = validDisplayUsername(displayUsername);
+  }
+  if (locale !== undefined) checked.locale = validLocale(locale);
+  if (banReason !== undefined) checked.banReason = validBanReason(banReason);
+  return checked;
+}
 
 /** Maps the better-auth endpoint that ended a session to the reason real-time clients are told. */
 function disconnectReason(path: string | undefined): UserDisconnect['reason'] {
@@ -241,7 +269,7 @@ export function createAuth({
         update: {
           // Every profile, role or ban change goes through here, whichever endpoint made it.
           before: async (data, ctx) => {
-            const checked: Record<string, unknown> = {};
+            const checked = checkedSnapshotFields(data);
             if (data.name !== undefined) checked.name = validName(data.name);
             if (data.image !== undefined) checked.image = validImage(data.image);
             if (data.role !== undefined) checked.role = validRole(data.role);
@@ -271,7 +299,13 @@ export function createAuth({
               return { data: { ...user, ...checked, ...fitProviderProfile(user.name, user.image) } };
             }
             return {
-              data: { ...user, ...checked, name: validName(user.name), image: validImage(user.image) },
+              data: {
+                ...user,
+                ...checked,
+                ...checkedSnapshotFields(user),
+                name: validName(user.name),
+                image: validImage(user.image),
+              },
             };
           },
           after: async (user) => {
@@ -327,6 +361,9 @@ export function createAuth({
     },
     hooks: {
       before: createAuthMiddleware(async (ctx) => {
+        // Runs before the plugins' hooks and the route's schema: bad input is a 400 before the username plugin
+        // can trip over it (a non-string username was a 500) and before anything is written.
+        checkAuthRequestBody(ctx.path, ctx.body);
         // A magic-link sign-up creates the user only when the link is followed; check the name now, before an
         // email is sent, so the request (not the later link) gets the 400.
         const name = (ctx.body as { name?: unknown } | undefined)?.name;

@@ -64,6 +64,19 @@ function isRefusedBody(body: unknown): body is RefusedBody {
   return typeof body === 'object' && body !== null && REFUSED in body;
 }
 
+function invalidBody(message: string): AppError {
+  return httpError('VALIDATION_ERROR', message, { details: [{ path: 'body', message }] });
+}
+
+/**
+ * Every better-auth route takes a JSON object. Anything else is refused here, counted against the route's limit:
+ * better-auth runs its plugins' hooks before the route's schema, and the username plugin's hooks on sign-up/email
+ * and update-user read `body.displayUsername`, so a `null` body was a 500 there (other routes' schemas answered
+ * 400). A number too large for a double (`1e309`) parses to Infinity, which re-serialises as `null`; a JSON
+ * string was handed on unquoted.
+ */
+const NOT_AN_OBJECT = () => refusedBody(invalidBody('Body must be a JSON object'));
+
 const UNSUPPORTED_TYPE = () =>
   refusedBody(httpError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json'));
 
@@ -98,10 +111,6 @@ function refusedTarget(request: FastifyRequest, refusal: BodyRefusal): Target {
 }
 
 const INTERNAL_HEADERS = new Set(['x-herald-client-ip', BODY_REFUSED_HEADER]);
-
-function invalidBody(message: string): AppError {
-  return httpError('VALIDATION_ERROR', message, { details: [{ path: 'body', message }] });
-}
 
 /** Decides which better-auth route a request goes to, applying the contract's aliases and adapters. */
 function resolveTarget(request: FastifyRequest): Target {
@@ -230,8 +239,8 @@ export function registerAuthBridge(app: FastifyInstance, deps: AuthBridgeDeps): 
     );
     // better-auth's clients POST some routes (sign-out) with a JSON content type and no body; treat an empty
     // JSON body as absent instead of answering INVALID_JSON. Broken JSON (400 INVALID_JSON), NUL (400
-    // VALIDATION_ERROR) and any other content type (415) are refused through better-auth, so they count against
-    // the route's rate limit (bodyRefusal above).
+    // VALIDATION_ERROR), a body that is not a JSON object (400 VALIDATION_ERROR) and any other content type (415)
+    // are refused through better-auth, so they count against the route's rate limit (bodyRefusal above).
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
       const text = typeof body === 'string' ? body : body.toString('utf8');
@@ -241,6 +250,10 @@ export function registerAuthBridge(app: FastifyInstance, deps: AuthBridgeDeps): 
         parsed = JSON.parse(text);
       } catch {
         done(null, refusedBody(httpError('INVALID_JSON', 'Body must be valid JSON')));
+        return;
+      }
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+        done(null, NOT_AN_OBJECT());
         return;
       }
       const nul = nulError(parsed);

@@ -2,15 +2,22 @@
 // last administrator, hashed one-time tokens in the store, token-free access logs, warn-level logging of
 // refused origins, the request URL handed to better-auth, and contract error bodies for 429 and disabled routes.
 
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
+import { eq } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
+import { BAN_EXPIRES_IN_MAX_S as BAN_MAX_S } from '../../src/auth/account-rules.js';
+import { user as userTable } from '../../src/infra/schema/index.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { TEST_REDIS_URL } from '../helpers/env.js';
 import { tokenFrom } from '../helpers/smtp.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, uniqueEmail } from '../helpers/users.js';
+
+/** A fresh username within the plugin's rule (3–30 of [a-zA-Z0-9_.]). */
+const uniqueUsername = (tag: string) => `${tag}_${randomBytes(4).toString('hex')}`;
 
 const post = (app: App, url: string, payload: unknown, cookie?: string) =>
   app.inject({ method: 'POST', url, headers: jsonHeaders(cookie), payload: payload as object });
@@ -342,5 +349,334 @@ describe("better-auth's own error bodies", () => {
     expect(last.statusCode).toBe(429);
     expect(last.json()).toMatchObject({ code: 'RATE_LIMITED', message: expect.any(String) });
     expect(Number(last.headers['retry-after'])).toBeGreaterThan(0);
+  });
+});
+
+// Fuzzing findings (issue: /auth input validation): every field a client sends to better-auth's routes is
+// checked before better-auth's handlers or hooks see it, so bad input is a 400 VALIDATION_ERROR (never a 500)
+// and changes nothing.
+describe('fuzzed /auth input', () => {
+  let env: TestEnv;
+  let app: App;
+  beforeAll(async () => {
+    env = await createTestEnv();
+    app = await env.app();
+  });
+  afterAll(() => env.close());
+
+  const stored = async (id: string) => {
+    const [row] = await app.ctx.database.db.select().from(userTable).where(eq(userTable.id, id));
+    if (!row) throw new Error(`user ${id} not found`);
+    return row;
+  };
+  const byEmail = (email: string) =>
+    app.ctx.database.db.select().from(userTable).where(eq(userTable.email, email));
+  const expectValidationError = (res: { statusCode: number; body: string; json: () => unknown }) => {
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'VALIDATION_ERROR', message: expect.any(String) });
+  };
+
+  describe('displayUsername', () => {
+    it.each([
+      ['50,000 characters', 'D'.repeat(50_000)],
+      ['65 characters', 'D'.repeat(65)],
+      ['empty after trim', '   '],
+      ['multi-line', 'Ann\nBob'],
+      ['a control character', 'Ann\u0007'],
+      ['a zero-width space', 'admin\u200b'],
+      ['a number', 5],
+      ['an object', { a: 1 }],
+      ['an array', ['Ann']],
+      ['null', null],
+    ])('update-user refuses one that is %s and keeps the stored one', async (_, displayUsername) => {
+      const u = await createVerifiedUser(app, env.smtp, { username: uniqueUsername('du') });
+      const before = await stored(u.id);
+      const res = await post(app, '/auth/update-user', { displayUsername }, u.cookie);
+      expectValidationError(res);
+      expect(res.json()).toMatchObject({ details: [{ path: 'body.displayUsername' }] });
+      const after = await stored(u.id);
+      expect(after.displayUsername).toBe(before.displayUsername);
+      expect(after.updatedAt).toEqual(before.updatedAt);
+    });
+
+    it('a refused one cannot lock the account out: sessions keep working with small cookies', async () => {
+      const u = await createVerifiedUser(app, env.smtp);
+      await post(app, '/auth/update-user', { displayUsername: 'D'.repeat(50_000) }, u.cookie);
+      const session = await app.inject({ url: '/auth/get-session', headers: { cookie: u.cookie } });
+      expect(session.statusCode).toBe(200);
+      const setCookie = [session.headers['set-cookie'] ?? []].flat();
+      expect(setCookie.join('').length).toBeLessThan(4096);
+    });
+
+    it('update-user accepts 64 characters (trimmed) and sign-up accepts a display form', async () => {
+      const u = await createVerifiedUser(app, env.smtp);
+      const ok = await post(app, '/auth/update-user', { displayUsername: ` ${'é'.repeat(64)} ` }, u.cookie);
+      expect(ok.statusCode, ok.body).toBe(200);
+      expect((await stored(u.id)).displayUsername).toBe('é'.repeat(64));
+      const email = uniqueEmail();
+      const signUp = await post(app, '/auth/sign-up/email', {
+        email,
+        password: 'correct horse battery',
+        name: 'Ann',
+        username: uniqueUsername('ann'),
+        displayUsername: 'Ann the First',
+      });
+      expect(signUp.statusCode, signUp.body).toBe(200);
+      expect((await byEmail(email))[0]?.displayUsername).toBe('Ann the First');
+    });
+
+    it('sign-up refuses an unbounded one and creates no user', async () => {
+      const email = uniqueEmail();
+      const res = await post(app, '/auth/sign-up/email', {
+        email,
+        password: 'correct horse battery',
+        name: 'Ann',
+        displayUsername: 'D'.repeat(50_000),
+      });
+      expectValidationError(res);
+      expect(await byEmail(email)).toEqual([]);
+    });
+
+    it('admin update-user and create-user apply the same rule', async () => {
+      const admin = await createAdmin(app, env.smtp);
+      const u = await createVerifiedUser(app, env.smtp);
+      const before = await stored(u.id);
+      const updated = await post(
+        app,
+        '/auth/admin/update-user',
+        { userId: u.id, data: { displayUsername: 'D'.repeat(5_000) } },
+        admin.cookie,
+      );
+      expectValidationError(updated);
+      expect((await stored(u.id)).displayUsername).toBe(before.displayUsername);
+      const email = uniqueEmail();
+      const created = await post(
+        app,
+        '/auth/admin/create-user',
+        { email, password: 'correct horse battery', name: 'Ann', data: { displayUsername: 'a\nb' } },
+        admin.cookie,
+      );
+      expectValidationError(created);
+      expect(await byEmail(email)).toEqual([]);
+    });
+  });
+
+  describe('other fields of the session snapshot', () => {
+    it('admin update-user refuses an unbounded or malformed locale and an unbounded ban reason', async () => {
+      const admin = await createAdmin(app, env.smtp);
+      const u = await createVerifiedUser(app, env.smtp);
+      const before = await stored(u.id);
+      for (const data of [
+        { locale: 'x'.repeat(5_000) },
+        { locale: 'not a tag' },
+        { locale: 42 },
+        { banReason: 'r'.repeat(5_000) },
+      ]) {
+        const res = await post(app, '/auth/admin/update-user', { userId: u.id, data }, admin.cookie);
+        expectValidationError(res);
+      }
+      const after = await stored(u.id);
+      expect(after.locale).toBe(before.locale);
+      expect(after.banReason).toBe(before.banReason);
+      const ok = await post(
+        app,
+        '/auth/admin/update-user',
+        { userId: u.id, data: { locale: 'DE-at' } },
+        admin.cookie,
+      );
+      expect(ok.statusCode, ok.body).toBe(200);
+      expect((await stored(u.id)).locale).toBe('de-AT');
+    });
+
+    it('sign-up and admin create-user refuse an email longer than 254 characters', async () => {
+      const email = `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.test`;
+      expect(email.length).toBeGreaterThan(254);
+      const res = await post(app, '/auth/sign-up/email', {
+        email,
+        password: 'correct horse battery',
+        name: 'Ann',
+      });
+      expectValidationError(res);
+      expect(await byEmail(email)).toEqual([]);
+      const admin = await createAdmin(app, env.smtp);
+      const created = await post(
+        app,
+        '/auth/admin/create-user',
+        { email, password: 'correct horse battery', name: 'Ann' },
+        admin.cookie,
+      );
+      expectValidationError(created);
+      expect(await byEmail(email)).toEqual([]);
+    });
+  });
+
+  describe('username that is not a string', () => {
+    const NOT_STRINGS: unknown[] = [1, -1, 1.5, 0, true, false, null, [], {}, [1], { a: 1 }];
+
+    it.each(NOT_STRINGS.map((v) => [JSON.stringify(v), v]))(
+      'update-user refuses %s and keeps the stored username',
+      async (_, username) => {
+        const u = await createVerifiedUser(app, env.smtp, { username: uniqueUsername('kept') });
+        const before = await stored(u.id);
+        const res = await post(app, '/auth/update-user', { username }, u.cookie);
+        expectValidationError(res);
+        expect(res.json()).toMatchObject({ details: [{ path: 'body.username' }] });
+        const after = await stored(u.id);
+        expect(after.username).toBe(before.username);
+        expect(after.displayUsername).toBe(before.displayUsername);
+      },
+    );
+
+    it.each(NOT_STRINGS.map((v) => [JSON.stringify(v), v]))(
+      'sign-up refuses %s and creates no user',
+      async (_, username) => {
+        const email = uniqueEmail();
+        const res = await post(app, '/auth/sign-up/email', {
+          email,
+          password: 'correct horse battery',
+          name: 'Ann',
+          username,
+        });
+        expectValidationError(res);
+        expect(await byEmail(email)).toEqual([]);
+      },
+    );
+
+    it.each(NOT_STRINGS.map((v) => [JSON.stringify(v), v]))(
+      'sign-in/username and is-username-available refuse %s',
+      async (_, username) => {
+        const signIn = await post(app, '/auth/sign-in/username', {
+          username,
+          password: 'correct horse battery',
+        });
+        expectValidationError(signIn);
+        const available = await post(app, '/auth/is-username-available', { username });
+        expectValidationError(available);
+      },
+    );
+
+    it('admin update-user refuses a non-string username', async () => {
+      const admin = await createAdmin(app, env.smtp);
+      const u = await createVerifiedUser(app, env.smtp, { username: uniqueUsername('adm') });
+      const res = await post(
+        app,
+        '/auth/admin/update-user',
+        { userId: u.id, data: { username: 1 } },
+        admin.cookie,
+      );
+      expectValidationError(res);
+      expect((await stored(u.id)).username).toBe(u.username);
+    });
+  });
+
+  describe('a JSON body that is not an object', () => {
+    const BODIES = ['1e309', '-1e309', '1e400', 'null', '0', '"text"', 'true', '[]', '[{"name":"Ann"}]'];
+
+    it.each(BODIES)('sign-up/email answers %s with 400 and creates nothing', async (payload) => {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/auth/sign-up/email',
+        headers: jsonHeaders(),
+        payload,
+      });
+      expectValidationError(res);
+      expect(res.json()).toMatchObject({ details: [{ path: 'body' }] });
+    });
+
+    it.each(BODIES)('update-user answers %s with 400 and changes nothing', async (payload) => {
+      const u = await createVerifiedUser(app, env.smtp);
+      const before = await stored(u.id);
+      const res = await app.inject({
+        method: 'POST',
+        url: '/auth/update-user',
+        headers: jsonHeaders(u.cookie),
+        payload,
+      });
+      expectValidationError(res);
+      expect(await stored(u.id)).toEqual(before);
+    });
+
+    it.each(['/auth/sign-in/email', '/auth/sign-out', '/auth/admin/ban-user', '/auth/verify-email'])(
+      '%s answers 1e309 with 400 VALIDATION_ERROR too',
+      async (url) => {
+        const res = await app.inject({ method: 'POST', url, headers: jsonHeaders(), payload: '1e309' });
+        expectValidationError(res);
+      },
+    );
+  });
+
+  describe('banExpiresIn', () => {
+    it.each([
+      ['1e16', 1e16],
+      ['1e20', 1e20],
+      ['1e308', 1e308],
+      ['MAX_SAFE_INTEGER', Number.MAX_SAFE_INTEGER],
+      ['-1e308', -1e308],
+      ['-1', -1],
+      ['0', 0],
+      ['a fraction', 1.5],
+      ['just over 100 years', BAN_MAX_S + 1],
+      ['a string', '60'],
+      ['null', null],
+    ])('ban-user refuses %s and leaves the user unbanned and signed in', async (_, banExpiresIn) => {
+      const admin = await createAdmin(app, env.smtp);
+      const u = await createVerifiedUser(app, env.smtp);
+      const res = await post(app, '/auth/admin/ban-user', { userId: u.id, banExpiresIn }, admin.cookie);
+      expectValidationError(res);
+      expect(res.json()).toMatchObject({ details: [{ path: 'body.banExpiresIn' }] });
+      const after = await stored(u.id);
+      expect(after.banned).not.toBe(true);
+      expect(after.banExpires).toBeNull();
+      const session = await app.inject({ url: '/auth/get-session', headers: { cookie: u.cookie } });
+      expect(session.json()).toMatchObject({ user: { id: u.id } });
+    });
+
+    it('ban-user accepts a whole number of seconds up to 100 years', async () => {
+      const admin = await createAdmin(app, env.smtp);
+      for (const seconds of [60, BAN_MAX_S]) {
+        const u = await createVerifiedUser(app, env.smtp);
+        const start = Date.now();
+        const res = await post(
+          app,
+          '/auth/admin/ban-user',
+          { userId: u.id, banExpiresIn: seconds },
+          admin.cookie,
+        );
+        expect(res.statusCode, res.body).toBe(200);
+        const after = await stored(u.id);
+        expect(after.banned).toBe(true);
+        const expires = after.banExpires?.getTime() ?? 0;
+        expect(expires).toBeGreaterThanOrEqual(start + seconds * 1000 - 1000);
+        expect(expires).toBeLessThanOrEqual(Date.now() + seconds * 1000 + 1000);
+      }
+    });
+  });
+});
+
+describe('a JSON body that is not an object counts against the route rate limit', () => {
+  let env: TestEnv;
+  let app: App;
+  const MAX = 3;
+  beforeAll(async () => {
+    env = await createTestEnv({ AUTH_RATE_LIMIT_MAX: String(MAX), AUTH_RATE_LIMIT_WINDOW_S: '60' });
+    app = await env.app();
+  });
+  afterAll(() => env.close());
+
+  it.each(['/auth/sign-up/email', '/auth/sign-in/email'])('%s: 400 then 429', async (url) => {
+    const address = url === '/auth/sign-up/email' ? '10.7.7.1' : '10.7.7.2';
+    const statuses: number[] = [];
+    for (let i = 0; i < MAX + 2; i++) {
+      const res = await app.inject({
+        method: 'POST',
+        url,
+        headers: jsonHeaders(),
+        payload: i % 2 === 0 ? '1e309' : '[1]',
+        remoteAddress: address,
+      });
+      statuses.push(res.statusCode);
+      if (res.statusCode === 400) expect(res.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+    }
+    expect(statuses).toEqual([...Array(MAX).fill(400), 429, 429]);
   });
 });
