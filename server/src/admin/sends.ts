@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { AppError } from '../http/errors.js';
 import { requestHash } from '../http/idempotency.js';
-import { type Db, rowsOf } from '../infra/db.js';
+import { type Db, jsonb, rowsOf } from '../infra/db.js';
 import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import type { NotificationService } from '../notifications/service.js';
@@ -115,7 +115,7 @@ export function createSendQueue(options: SendQueueOptions) {
       pending = null;
       writing = db
         .execute(sql`update broadcast_send set target_count = ${p.targetCount}, created_count = ${p.createdCount},
-            skipped_count = ${p.skippedCount}, failures = ${JSON.stringify(p.failures)}::jsonb, heartbeat_at = now()
+            skipped_count = ${p.skippedCount}, failures = ${jsonb(p.failures)}, heartbeat_at = now()
             where ${mine(id)}`)
         .then(
           () => undefined,
@@ -149,7 +149,7 @@ export function createSendQueue(options: SendQueueOptions) {
       await flush();
       await db.execute(sql`update broadcast_send set status = 'done', target_count = ${result.targetCount},
           created_count = ${result.createdCount}, skipped_count = ${result.skippedCount},
-          failures = ${JSON.stringify(result.failures)}::jsonb, finished_at = now(), error = null
+          failures = ${jsonb(result.failures)}, finished_at = now(), error = null
           where ${mine(id)}`);
       logger.info({ sendId: id, ...result, failures: result.failures.length }, 'asynchronous broadcast done');
     } catch (err) {
@@ -229,7 +229,7 @@ export function createSendQueue(options: SendQueueOptions) {
       const key = input.idempotencyKey ?? null;
       const inserted = await exec<SendRow>(sql`
         insert into broadcast_send (id, scope, idempotency_key, request_hash, body)
-        values (${id}::uuid, ${input.scope}, ${key}, ${hash}, ${JSON.stringify(input.body)}::jsonb)
+        values (${id}::uuid, ${input.scope}, ${key}, ${hash}, ${jsonb(input.body)})
         on conflict (scope, idempotency_key) where idempotency_key is not null do nothing
         returning id::text as id, scope, request_hash, status, target_count, created_count, skipped_count, failures,
           created_at, finished_at`);

@@ -3,7 +3,7 @@
 // docs/architecture.md "Idempotent broadcasts across crashes").
 import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { type Db, rowsOf } from '../infra/db.js';
+import { type Db, jsonb, rowsOf } from '../infra/db.js';
 import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { CutShort } from './drain.js';
 import { AppError } from './errors.js';
@@ -167,7 +167,7 @@ export async function withIdempotency<T extends Record<string, unknown>>(
     // Only while still the owner: a run that finished after its claim was released or taken over leaves the
     // result to the run that holds the claim now (both converge on the same per-user rows).
     await db.execute(
-      sql`update idempotency_key set response = ${JSON.stringify(result)}::jsonb, heartbeat_at = now()
+      sql`update idempotency_key set response = ${jsonb(result)}, heartbeat_at = now()
           where ${mine}`,
     );
   } finally {

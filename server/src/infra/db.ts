@@ -332,3 +332,28 @@ export function rowsOf<T>(result: unknown): T[] {
 export function textArray(values: string[]): SQL {
   return sql`${`{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`}::text[]`;
 }
+
+/**
+ * `\uD800`–`\uDFFF` escapes that JSON.stringify writes for lone UTF-16 surrogates (a pair is written as the
+ * character itself), when the backslash starts an escape (an even run of backslashes before it: `\\ud800` is a
+ * backslash followed by the text "ud800" and is left alone).
+ */
+const LONE_SURROGATE_ESCAPE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/gi;
+
+/**
+ * JSON text PostgreSQL can store: JSON.stringify, with every lone UTF-16 surrogate (in any string or key, at any
+ * depth) replaced by U+FFFD. JavaScript strings may hold lone surrogates (a `\ud800` JSON escape parses to one);
+ * JSON.stringify writes them back as `\ud800`, which PostgreSQL's jsonb refuses ("unsupported Unicode escape
+ * sequence"), failing the statement. Text parameters already store them as U+FFFD (the UTF-8 encoding of the
+ * driver), so this makes jsonb store exactly what text does. Every JSON document Herald stores goes through
+ * here: `jsonb()` parameters and the queued webhook bodies (test/architecture/jsonb-params.test.ts).
+ */
+export function storableJson(value: unknown): string {
+  const json = JSON.stringify(value) ?? 'null';
+  return json.includes('\\u') ? json.replace(LONE_SURROGATE_ESCAPE, '$1\ufffd') : json;
+}
+
+/** A jsonb parameter (`$n::jsonb`) holding `value` as storableJson writes it: the only way to pass JSON to SQL. */
+export function jsonb(value: unknown): SQL {
+  return sql`${storableJson(value)}::jsonb`;
+}

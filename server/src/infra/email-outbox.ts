@@ -1,7 +1,7 @@
 // Owns the durable email queue every feature sends through (docs/architecture.md, "Email"); the claim/lease/
 // backoff mechanics are shared with the webhook queue (infra/queue.ts).
 import { type SQL, sql } from 'drizzle-orm';
-import { type Db, rowsOf, textArray } from './db.js';
+import { type Db, jsonb, rowsOf, storableJson, textArray } from './db.js';
 import { deleteOlderThan, type HousekeepingTask } from './housekeeping.js';
 import type { Logger } from './logger.js';
 import type { Mail, Mailer } from './mailer.js';
@@ -309,7 +309,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
               select k, t, s, tb, hb, nullif(h, '')::jsonb
               from unnest(${column((e) => e.dedupeKey)}, ${column((e) => e.to)}, ${column((e) => e.subject)},
                           ${column((e) => e.text)}, ${column((e) => e.html)},
-                          ${column((e) => (e.headers ? JSON.stringify(e.headers) : ''))}) as x(k, t, s, tb, hb, h)
+                          ${column((e) => (e.headers ? storableJson(e.headers) : ''))}) as x(k, t, s, tb, hb, h)
               on conflict (dedupe_key) do nothing returning id::text as id`,
         ),
       );
@@ -330,7 +330,7 @@ export function createEmailOutbox(options: EmailOutboxOptions) {
           sql`with body as (
                 insert into email_body (subject, text_body, html_body, headers, placeholder)
                 values (${email.subject}, ${email.text}, ${email.html},
-                        ${email.headers ? JSON.stringify(email.headers) : null}::jsonb, ${email.placeholder})
+                        ${email.headers ? jsonb(email.headers) : sql`null`}, ${email.placeholder})
                 returning id)
               insert into email_outbox (dedupe_key, to_address, recipient, subject, text_body, html_body, body_id,
                                         fill_text, fill_html)

@@ -4,7 +4,7 @@
 import { and, eq, ne, type SQL, sql } from 'drizzle-orm';
 import { accountRelations } from '../auth/accounts.js';
 import type { EventOutbox } from '../events/outbox.js';
-import { type Db, rowsOf, textArray } from '../infra/db.js';
+import { type Db, jsonb, rowsOf, textArray } from '../infra/db.js';
 import { preparedRows } from '../infra/prepared-statements.js';
 import { notification, notificationCursor } from '../infra/schema/index.js';
 import { createListPages, type ListPagesOptions } from './list-pages.js';
@@ -68,7 +68,7 @@ async function insertLog(tx: Executor, rows: LogRow[]): Promise<void> {
   await tx.execute(
     sql`insert into notification_event (user_id, seq, kind, notification_id, data)
         select user_id, seq, kind, notification_id, data
-        from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+        from jsonb_to_recordset(${jsonb(rows)})
           as x(user_id text, seq bigint, kind text, notification_id uuid, data jsonb)`,
   );
 }
@@ -322,7 +322,7 @@ export function createNotificationRepository(
           await ex.execute(
             sql`with ins as (
                   insert into notification (user_id, type, title, content, metadata, source_key)
-                  select u.id, ${t.type}, ${t.title}, ${t.content}, ${JSON.stringify(t.metadata)}::jsonb, ${sourceKey ?? null}
+                  select u.id, ${t.type}, ${t.title}, ${t.content}, ${jsonb(t.metadata)}, ${sourceKey ?? null}
                   from unnest(${textArray(userIds)}) with ordinality as x(id, ord)
                   join ${accountRelations.ids} u on u.id = x.id
                   order by x.ord

@@ -3,7 +3,7 @@
 // (docs/architecture.md, "Retention").
 import { sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
-import { rowsOf } from '../infra/db.js';
+import { jsonb, rowsOf } from '../infra/db.js';
 import type { HousekeepingTask } from '../infra/housekeeping.js';
 import { REPLAY_MAX } from './stream-hub/resume.js';
 import type { UnreadCache } from './unread-cache.js';
@@ -57,15 +57,15 @@ export function notificationRetentionTask(
         if (Number(r.u) > 0) unreadDrop.set(r.user_id, (unreadDrop.get(r.user_id) ?? 0) + Number(r.u));
       }
       if (unreadDrop.size > 0) {
-        const drops = JSON.stringify([...unreadDrop].map(([user_id, u]) => ({ user_id, u })));
+        const drops = jsonb([...unreadDrop].map(([user_id, u]) => ({ user_id, u })));
         await tx.execute(sql`
         with c as (
           insert into notification_cursor (user_id, last_seq, unread)
-          select user_id, 1, 0 from jsonb_to_recordset(${drops}::jsonb) as x(user_id text, u int) order by user_id
+          select user_id, 1, 0 from jsonb_to_recordset(${drops}) as x(user_id text, u int) order by user_id
           on conflict (user_id) do update
             set last_seq = notification_cursor.last_seq + 1,
                 unread = greatest(notification_cursor.unread - (
-                  select x.u from jsonb_to_recordset(${drops}::jsonb) as x(user_id text, u int)
+                  select x.u from jsonb_to_recordset(${drops}) as x(user_id text, u int)
                   where x.user_id = excluded.user_id), 0)
           returning user_id, last_seq, unread
         )

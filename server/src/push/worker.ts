@@ -9,7 +9,7 @@
 // the message is older than its TTL; any other answer failed, not retried.
 import { sql } from 'drizzle-orm';
 import type { DomainEvent } from '../events/outbox.js';
-import { type Db, rowsOf, textArray } from '../infra/db.js';
+import { type Db, jsonb, rowsOf, textArray } from '../infra/db.js';
 import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import { backoffMs, createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
@@ -118,7 +118,7 @@ export function createPushWorker(options: PushWorkerOptions) {
     return rowsOf<Claimed>(
       await db.execute(sql`
         with busy as (
-          select key as service, value::int as n from jsonb_each_text(${JSON.stringify(busy)}::jsonb)),
+          select key as service, value::int as n from jsonb_each_text(${jsonb(busy)})),
         cand as (
           select d.id, d.push_service, d.next_attempt_at, d.subscription_id, d.notification_id, d.user_id
           from push_delivery d
@@ -173,11 +173,11 @@ export function createPushWorker(options: PushWorkerOptions) {
       while (succeeded.length > 0) {
         const batch = succeeded;
         succeeded = [];
-        const records = JSON.stringify(batch.map((b) => ({ id: b.row.id, code: b.code, at: b.at })));
+        const records = jsonb(batch.map((b) => ({ id: b.row.id, code: b.code, at: b.at })));
         const update = sql`
           update push_delivery d set status = 'sent', sent_at = x.at, locked_until = null,
             last_status_code = x.code, last_error = null
-          from jsonb_to_recordset(${records}::jsonb) as x(id bigint, code int, at timestamptz)
+          from jsonb_to_recordset(${records}) as x(id bigint, code int, at timestamptz)
           where d.id = x.id and d.status = 'pending'`;
         try {
           if (options.webhooks.wants('push.sent')) {

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { DomainEventType, EventSink } from '../events/outbox.js';
-import { type Db, rowsOf } from '../infra/db.js';
+import { type Db, jsonb, rowsOf, storableJson } from '../infra/db.js';
 import type { Logger } from '../infra/logger.js';
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -73,8 +73,9 @@ export function createWebhookEvents(deps: { db: Db; logger: Logger; refreshMs: n
       if (wanted.length === 0) return 0;
       const records = wanted.map((e) => {
         const at = e.at ?? new Date();
-        // The body is fixed now: every retry sends (and signs) exactly these bytes.
-        const body = JSON.stringify({ type: e.type, timestamp: at.toISOString(), data: e.data });
+        // The body is fixed now: every retry sends (and signs) exactly these bytes. storableJson: lone surrogates
+        // (from input) become U+FFFD, so receivers get well-formed Unicode, as the API returns the stored rows.
+        const body = storableJson({ type: e.type, timestamp: at.toISOString(), data: e.data });
         return { event_id: `msg_${randomUUID().replaceAll('-', '')}`, type: e.type, body };
       });
       const rows = rowsOf<{ n: number }>(
@@ -82,7 +83,7 @@ export function createWebhookEvents(deps: { db: Db; logger: Logger; refreshMs: n
           with q as (
             insert into webhook_delivery (endpoint_id, event_id, type, body)
             select e.id, x.event_id, x.type, x.body
-            from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as x(event_id text, type text, body text)
+            from jsonb_to_recordset(${jsonb(records)}) as x(event_id text, type text, body text)
             join webhook_endpoint e on x.type = any(e.events) and e.enabled
             returning 1)
           select count(*)::int as n from q`),

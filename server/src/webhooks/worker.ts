@@ -5,7 +5,7 @@
 // own buffer. Sends are not awaited by the round: a slow or dead endpoint fills its own slots and buffer and is
 // skipped by later claims, while every other endpoint keeps being served.
 import { sql } from 'drizzle-orm';
-import { type Db, rowsOf } from '../infra/db.js';
+import { type Db, jsonb, rowsOf } from '../infra/db.js';
 import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
 import type { Logger } from '../infra/logger.js';
 import { backoffMs, createQueueLoop, dueAndUnleased, inMs } from '../infra/queue.js';
@@ -79,7 +79,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     return rowsOf<Claimed>(
       await db.execute(sql`
         with busy as (
-          select key::uuid as endpoint_id, value::int as n from jsonb_each_text(${JSON.stringify(busy)}::jsonb)),
+          select key::uuid as endpoint_id, value::int as n from jsonb_each_text(${jsonb(busy)})),
         picked as (
           select x.id from (
             select d.id, d.next_attempt_at, coalesce(b.n, 0) as n,
@@ -121,7 +121,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
           await db.execute(sql`
             update webhook_delivery w set status = 'delivered', delivered_at = x.at, locked_until = null,
               last_status_code = x.code, last_error = null
-            from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as x(id bigint, code int, at timestamptz)
+            from jsonb_to_recordset(${jsonb(batch)}) as x(id bigint, code int, at timestamptz)
             where w.id = x.id and w.status = 'pending'`);
         } catch (err) {
           // The leases expire and the rows are sent again: at least once.

@@ -114,6 +114,110 @@ describe('admin broadcast', () => {
     expect(res.json().code).toBe('INVALID_JSON');
   });
 
+  // A lone UTF-16 surrogate (`\ud800` in the JSON) is valid JSON but not Unicode: PostgreSQL's jsonb parser refuses
+  // the `\ud800` escape JSON.stringify writes for it ("unsupported Unicode escape sequence"), which used to answer
+  // 500. Stored as U+FFFD instead, as text columns (title, content) always stored it (docs/api.md#errors).
+  const metadataOf = async (title: string) =>
+    rowsOf<{ metadata: Record<string, unknown> }>(
+      await app.ctx.database.db.execute(sql`select metadata from notification where title = ${title}`),
+    ).map((r) => r.metadata);
+
+  it('stores lone surrogates in any metadata string or key as U+FFFD: 200, not a 500 from the jsonb insert', async () => {
+    const action = (over: Record<string, unknown>) => ({
+      actions: [{ actionId: 'open', type: 'link', label: 'Open', url: '/x', ...over }],
+    });
+    const cases: Array<[string, Record<string, unknown>, Record<string, unknown>]> = [
+      ['actionId', action({ actionId: '\ud800' }), action({ actionId: '\ufffd' })],
+      ['label', action({ label: 'a\udfff' }), action({ label: 'a\ufffd' })],
+      ['actionGroupVariant', { actionGroupVariant: '\ud800x' }, { actionGroupVariant: '\ufffdx' }],
+      [
+        'data value',
+        { data: { v: 'x\udfffy', deep: [{ w: '\ud800' }] } },
+        { data: { v: 'x\ufffdy', deep: [{ w: '\ufffd' }] } },
+      ],
+      [
+        'data key',
+        { data: { '\ud800': 1, k: { '\udfff': 2 } } },
+        { data: { '\ufffd': 1, k: { '\ufffd': 2 } } },
+      ],
+      // Left alone: a proper pair (an emoji), reversed halves (two lone ones), and a backslash followed by "ud800".
+      [
+        'pair',
+        { data: { e: '\ud83d\ude00', r: '\ude00\ud83d', b: '\\ud800' } },
+        { data: { e: '\ud83d\ude00', r: '\ufffd\ufffd', b: '\\ud800' } },
+      ],
+    ];
+    for (const [name, metadata, stored] of cases) {
+      const title = `lone surrogate ${name}`;
+      const res = await post(
+        body({ scope: 'user', identifier: users[5]?.id }, { title, metadata }),
+        admin.cookie,
+      );
+      expect(res.statusCode, `${name}: ${res.body}`).toBe(200);
+      expect(res.json()).toMatchObject({ createdCount: 1, failures: [] });
+      expect(await metadataOf(title), name).toEqual([stored]);
+    }
+    // Title and content (text columns) store them as U+FFFD too.
+    const res = await post(
+      body({ scope: 'user', identifier: users[5]?.id }, { title: 'lone \ud800', content: 'c\udfff' }),
+      admin.cookie,
+    );
+    expect(res.statusCode).toBe(200);
+    const [row] = rowsOf<{ content: string }>(
+      await app.ctx.database.db.execute(sql`select content from notification where title = ${'lone \ufffd'}`),
+    );
+    expect(row?.content).toBe('c\ufffd');
+  });
+
+  it('takes lone surrogates in identifiers with an Idempotency-Key: failures stored with U+FFFD, 200 not 500', async () => {
+    const payload = body(
+      { scope: 'users', identifiers: [users[5]?.id, 'ghost\ud800@example.test'] },
+      { title: 'surrogate ids' },
+    );
+    const key = { 'idempotency-key': 'surrogate-ids' };
+    const first = await post(payload, admin.cookie, key);
+    expect(first.statusCode, first.body).toBe(200);
+    expect(first.json()).toMatchObject({
+      targetCount: 1,
+      createdCount: 1,
+      failures: [{ reason: 'NOT_FOUND' }],
+    });
+    // The retry is answered from the stored (jsonb) response.
+    const again = await post(payload, admin.cookie, key);
+    expect(again.statusCode).toBe(200);
+    expect(again.json().failures).toEqual([{ identifier: 'ghost\ufffd@example.test', reason: 'NOT_FOUND' }]);
+    expect(await countFor('surrogate ids')).toBe(1);
+  });
+
+  it('queues an asynchronous send whose body has lone surrogates: 202, run to done, stored with U+FFFD', async () => {
+    const payload = body(
+      { scope: 'users', identifiers: [users[5]?.id, 'ghost\udfff'] },
+      { title: 'surrogate async', metadata: { actionGroupVariant: '\ud800', data: { '\ud800': 'x\udfff' } } },
+    );
+    const res = await post(payload, admin.cookie, { prefer: 'respond-async' });
+    expect(res.statusCode, res.body).toBe(202);
+    const { sendId } = res.json() as { sendId: string };
+    let view: { status: string; failures: unknown[] } = { status: '', failures: [] };
+    await expect
+      .poll(
+        async () => {
+          view = (
+            await app.inject({
+              url: `/admin/notifications/sends/${sendId}`,
+              headers: { cookie: admin.cookie },
+            })
+          ).json();
+          return view.status;
+        },
+        { timeout: 10_000 },
+      )
+      .toBe('done');
+    expect(view.failures).toEqual([{ identifier: 'ghost\ufffd', reason: 'NOT_FOUND' }]);
+    expect(await metadataOf('surrogate async')).toEqual([
+      { actionGroupVariant: '\ufffd', data: { '\ufffd': 'x\ufffd' } },
+    ]);
+  });
+
   it('accepts 10,000 identifiers in one request', async () => {
     const identifiers = Array.from({ length: 10_000 }, (_, i) => `missing-${i}@example.test`);
     const res = await post(body({ scope: 'users', identifiers }), admin.cookie);

@@ -528,6 +528,31 @@ describe('chat rooms across two instances', () => {
       expect(await list()).toHaveLength(2);
     });
 
+    it('notifies a direct message with lone surrogates: stored and listed with U+FFFD', async () => {
+      const u = await createVerifiedUser(a, env.smtp, { name: 'Lone' });
+      const dm = (await api(a, alice, 'POST', '/chat/direct', { userId: u.id })).json().room as {
+        id: string;
+      };
+      // Closed at the end: alice's sockets count against the per-user connection limit of later tests.
+      const s = await openChat(`${chatUrl(a)}?rooms=1`, { cookie: alice.cookie });
+      try {
+        await send(s, dm.id, 'half \ud83d of an emoji \udfff');
+      } finally {
+        await s.close();
+      }
+      const list = async () =>
+        (await api(b, u, 'GET', '/notification/list')).json().notifications as ChatEvent[];
+      await expect.poll(async () => (await list()).length, { timeout: 5_000 }).toBe(1);
+      expect((await list())[0]).toMatchObject({
+        type: 'message',
+        content: 'half \ufffd of an emoji \ufffd',
+        metadata: { data: { roomId: dm.id } },
+      });
+      const history = (await api(a, alice, 'GET', `/chat/rooms/${dm.id}/messages`)).json()
+        .messages as ChatEvent[];
+      expect(history.map((m) => m.message)).toEqual(['half \ufffd of an emoji \ufffd']);
+    });
+
     it('notifies an @mention of a room member, not of a non-member', async () => {
       const room = await createRoom(alice, 'private', [bob.id]);
       const s = await open(a, alice.cookie);

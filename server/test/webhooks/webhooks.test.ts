@@ -480,6 +480,60 @@ describe('webhooks', () => {
     });
   });
 
+  // Lone UTF-16 surrogates (`\ud800` in JSON or a socket frame) reach the queued bodies through the event payloads;
+  // PostgreSQL's jsonb refuses the escape, so the body is queued (and sent) with U+FFFD in their place.
+  describe('lone surrogates in event payloads', () => {
+    it('chat.message.created for a socket message with a lone surrogate is queued and delivered with U+FFFD', async () => {
+      const rx = await receiver();
+      const hook = await createHook(rx.url(), ['chat.message.created']);
+      const chat = await openChat(app, { cookie: user.cookie });
+      try {
+        const clientMessageId = randomUUID();
+        chat.send({ type: 'send_message', message: 'lone \ud800 and \udfff', clientMessageId });
+        await chat.next('new_message', (e) => e.message.clientMessageId === clientMessageId);
+        await rx.until((all) =>
+          all.some(
+            (r) =>
+              bodyOf(r).type === 'chat.message.created' && bodyOf(r).data.clientMessageId === clientMessageId,
+          ),
+        );
+        const got = rx.received.find((r) => bodyOf(r).data.clientMessageId === clientMessageId) as Received;
+        expect(bodyOf(got).data.message).toBe('lone \ufffd and \ufffd');
+        expect(got.body).not.toMatch(/\\ud[89a-f]/i);
+        expect(verifySignature(hook.secret, got)).toBe(true);
+      } finally {
+        await chat.close();
+      }
+    });
+
+    it('notification.created for metadata with lone surrogates (values and keys) is delivered with U+FFFD', async () => {
+      const rx = await receiver();
+      await createHook(rx.url(), ['notification.created']);
+      const res = await app.inject({
+        method: 'POST',
+        url: '/admin/notifications/send',
+        headers: jsonHeaders(admin.cookie),
+        payload: {
+          target: { scope: 'user', identifier: user.id },
+          notification: {
+            type: 'info',
+            title: 'surrogate hook \ud800',
+            content: 'c',
+            metadata: { actionGroupVariant: '\udfff', data: { '\ud800': 'v\udfff' } },
+          },
+        },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      await rx.until(ofType('notification.created'));
+      const got = rx.received.find((r) => bodyOf(r).type === 'notification.created') as Received;
+      expect(bodyOf(got).data).toMatchObject({
+        title: 'surrogate hook \ufffd',
+        metadata: { actionGroupVariant: '\ufffd', data: { '\ufffd': 'v\ufffd' } },
+      });
+      expect(got.body).not.toMatch(/\\ud[89a-f]/i);
+    });
+  });
+
   it('reports queue depth and failures in /metrics (JSON and Prometheus)', async () => {
     const rx = await receiver();
     await createHook(rx.url(), ['notification.created']);
