@@ -7,8 +7,8 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { rowsOf } from '../../src/infra/db.js';
-import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
-import { createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
+import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { createVerifiedUser, requestAs } from '../helpers/users.js';
 
 const ROUNDS = 40;
 
@@ -16,14 +16,7 @@ describe('mark read racing a removal', () => {
   let env: TestEnv;
   let a: App;
   let b: App;
-  const api = (app: App, user: TestUser, method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown) =>
-    app.inject({
-      method,
-      url,
-      headers:
-        payload === undefined ? { origin: TEST_ORIGIN, cookie: user.cookie } : jsonHeaders(user.cookie),
-      ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
-    });
+  const api = requestAs;
 
   beforeAll(async () => {
     env = await createTestEnv({ CHAT_ROOM_CREATES_PER_HOUR: '1000' });

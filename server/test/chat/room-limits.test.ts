@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
-import { createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
+import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { createVerifiedUser, requestAs, type TestUser } from '../helpers/users.js';
 
 const LIMIT = 4;
 
@@ -13,14 +13,7 @@ describe('rooms per user under concurrency', () => {
   let env: TestEnv;
   let a: App;
   let b: App;
-  const api = (app: App, user: TestUser, method: 'GET' | 'POST', url: string, payload?: unknown) =>
-    app.inject({
-      method,
-      url,
-      headers:
-        payload === undefined ? { origin: TEST_ORIGIN, cookie: user.cookie } : jsonHeaders(user.cookie),
-      ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
-    });
+  const api = requestAs;
   const roomsOf = async (user: TestUser) => {
     const res = await api(a, user, 'GET', '/chat/rooms');
     expect(res.statusCode).toBe(200);

@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
-import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
+import { createTestEnv, type TestEnv } from '../helpers/app.js';
+import { createAdmin, createVerifiedUser, requestAs, type TestUser } from '../helpers/users.js';
 import { type ChatClient, type ChatEvent, chatUrl, openChat } from '../helpers/ws-client.js';
 
 const FOLD_MS = 1_500;
@@ -26,16 +26,7 @@ describe('chat rooms across two instances', () => {
     return c;
   };
   const api = (app: App, user: TestUser | null, method: string, url: string, payload?: unknown) =>
-    app.inject({
-      method: method as 'GET',
-      url,
-      // No content type without a body (an empty body declared as JSON is a 400).
-      headers:
-        payload === undefined
-          ? { origin: TEST_ORIGIN, ...(user ? { cookie: user.cookie } : {}) }
-          : jsonHeaders(user?.cookie),
-      ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
-    });
+    requestAs(app, user, method as 'GET', url, payload);
   const createRoom = async (owner: TestUser, kind: 'public' | 'private', memberIds: string[] = []) => {
     const res = await api(a, owner, 'POST', '/chat/rooms', {
       name: `room ${randomUUID().slice(0, 6)}`,
