@@ -11,7 +11,12 @@ import { installCachePolicy } from '../http/cache.js';
 import { type ClientIdentity, type ClientLimits, installClientLimits } from '../http/client-limits.js';
 import { installConnectionLimits } from '../http/connection-limits.js';
 import { installRequestDrain, type RequestDrain } from '../http/drain.js';
-import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from '../http/errors.js';
+import {
+  clientErrorHandler,
+  frameworkErrorHandler,
+  httpError,
+  installErrorHandling,
+} from '../http/errors.js';
 import { installNulGuard } from '../http/nul-guard.js';
 import { createOverloadMonitor, installOverloadGuard, type OverloadMonitor } from '../http/overload.js';
 import { trustFunction } from '../http/proxy.js';
@@ -179,6 +184,23 @@ export function createFrontDoor(config: Config, options: FrontDoorOptions, late:
 /** Response headers every answer carries, and CORS for the allowlisted origins (credentials included). */
 export async function installBrowserPolicy(app: FastifyInstance, config: Config): Promise<void> {
   installSecurityHeaders(app);
+  // @fastify/cors answers a preflight without Origin or Access-Control-Request-Method with a text/plain 400; the
+  // contract's error body instead (found by fuzzing). Registered first, so it runs before the plugin's hook.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (
+      request.method === 'OPTIONS' &&
+      (!request.headers.origin || !request.headers['access-control-request-method'])
+    ) {
+      done(
+        httpError(
+          'INVALID_REQUEST',
+          'A preflight request needs the Origin and Access-Control-Request-Method headers',
+        ),
+      );
+      return;
+    }
+    done();
+  });
   await app.register(cors, {
     origin: (origin, cb) => cb(null, origin === undefined || config.corsOrigins.includes(origin)),
     credentials: true,

@@ -68,6 +68,14 @@ describe('http skeleton', () => {
     }
   });
 
+  it('answers a preflight without Origin or Access-Control-Request-Method with 400 in the error shape', async () => {
+    for (const headers of [{}, { origin: TEST_ORIGIN }, { 'access-control-request-method': 'POST' }]) {
+      const res = await app.inject({ method: 'OPTIONS', url: '/notification/list', headers });
+      expect(res.statusCode, JSON.stringify(headers)).toBe(400);
+      expect(res.json()).toMatchObject({ code: 'INVALID_REQUEST', message: expect.any(String) });
+    }
+  });
+
   it('allows only allowlisted origins, with credentials', async () => {
     const allowed = await app.inject({
       method: 'OPTIONS',
