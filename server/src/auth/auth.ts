@@ -473,7 +473,7 @@ export function createAuth({
 
 /** better-auth error-level messages that a request alone can trigger (see the logger option above). */
 const CLIENT_CAUSED =
-  /^(Invalid (origin|callbackURL|redirectURL|errorCallbackURL|newUserCallbackURL)\b|Blocked cross-site|Delete user is disabled)/;
+  /^(Invalid (origin|callbackURL|redirectURL|errorCallbackURL|newUserCallbackURL)\b|Blocked cross-site|Delete user is disabled|State not found|Failed to parse state|Provider not found\b|INVALID_CALLBACK_REQUEST|No callback URL found)/;
 
 export type Auth = ReturnType<typeof createAuth>;
 

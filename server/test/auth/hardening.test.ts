@@ -680,3 +680,40 @@ describe('a JSON body that is not an object counts against the route rate limit'
     expect(statuses).toEqual([...Array(MAX).fill(400), 429, 429]);
   });
 });
+
+// Client-caused better-auth messages are warnings: at error level anyone could flood the error log and its alerts
+// with forged OAuth callbacks (fuzzing logged ~1,150 such lines). One line per request either way.
+describe('better-auth messages a request alone can cause', () => {
+  let env: TestEnv;
+  let app: App;
+  const lines: Array<{ level: number; msg?: string }> = [];
+  beforeAll(async () => {
+    env = await createTestEnv();
+    app = await env.app(
+      { LOG_LEVEL: 'warn' },
+      {
+        logStream: {
+          write(chunk: string) {
+            for (const line of chunk.split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+          },
+        },
+      },
+    );
+  });
+  afterAll(() => env.close());
+
+  it('logs forged callbacks and unknown providers as warnings, never errors', async () => {
+    const requests = [
+      { method: 'GET' as const, url: '/auth/callback/github?state=forged&code=x' },
+      { method: 'GET' as const, url: '/auth/callback/github?code=x' },
+      { method: 'POST' as const, url: '/auth/sign-in/social', payload: { provider: 'no-such-provider' } },
+    ];
+    for (const r of requests) {
+      const res = await app.inject({ ...r, headers: jsonHeaders() });
+      expect(res.statusCode, `${r.url} ${res.body}`).toBeLessThan(500);
+    }
+    const fromAuth = lines.filter((l) => l.msg?.startsWith('better-auth:'));
+    expect(fromAuth.length).toBeGreaterThan(0);
+    expect(fromAuth.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
+  });
+});
