@@ -8,10 +8,10 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { createTestEnv, TEST_ORIGIN, type TestEnv } from '../helpers/app.js';
+import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { PG_BIN_DIR, type ReplicaPair, startReplicaPair } from '../helpers/pg-replica.js';
 import { startRedisServer, type TestRedis } from '../helpers/redis-server.js';
-import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
+import { createAdmin, createVerifiedUser, requestAs, type TestUser } from '../helpers/users.js';
 import { type ChatClient, chatUrl, openChat } from '../helpers/ws-client.js';
 
 const METRICS_KEY = 'replica-metrics-key-replica-metrics-key';
@@ -49,15 +49,7 @@ async function world(env: TestEnv, instance: Record<string, string>) {
   await Promise.all(apps.map((x) => x.listen({ port: 0, host: '127.0.0.1' })));
   const clients: ChatClient[] = [];
   const api = (app: App, user: TestUser | null, method: string, url: string, payload?: unknown) =>
-    app.inject({
-      method: method as 'GET',
-      url,
-      headers:
-        payload === undefined
-          ? { origin: TEST_ORIGIN, ...(user ? { cookie: user.cookie } : {}) }
-          : jsonHeaders(user?.cookie),
-      ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
-    });
+    requestAs(app, user, method as 'GET', url, payload);
   const ok = async <T>(app: App, user: TestUser, method: string, url: string, payload?: unknown) => {
     const res = await api(app, user, method, url, payload);
     expect(res.statusCode, `${method} ${url}: ${res.body}`).toBeLessThan(300);
