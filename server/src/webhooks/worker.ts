@@ -56,7 +56,17 @@ interface Claimed {
   secret: string;
   /** The secret before a rotation, while it is still honoured (null otherwise). */
   previous_secret: string | null;
+  /**
+   * This claim's lease end in epoch microseconds: the claim's token. An outcome is written only while the row
+   * still carries it, so an attempt that a redelivery (or an expired lease and a new claim) overtook cannot
+   * mark the newer one delivered or reschedule it.
+   */
+  lease: string;
 }
+
+/** The row still holds the claim it was sent under (see `Claimed.lease`). */
+const stillClaimed = (alias: string, lease: ReturnType<typeof sql>) =>
+  sql`(extract(epoch from ${sql.raw(alias)}.locked_until) * 1000000)::bigint = ${lease}`;
 
 export function createWebhookWorker(options: WebhookWorkerOptions) {
   const { db, logger } = options;
@@ -103,13 +113,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         where w.id = picked.id and e.id = w.endpoint_id
         returning w.id::text as id, w.endpoint_id::text as endpoint_id, w.event_id, w.body, w.attempts,
           e.url, e.secret,
+          (extract(epoch from w.locked_until) * 1000000)::bigint::text as lease,
           case when e.previous_secret_expires_at > now() then e.previous_secret end as previous_secret`),
     );
   };
 
   // Successes are written in batches: one statement for every delivery that finished while the previous write
   // ran (at least once: a success lost to a crash before its write is simply sent again).
-  let delivered: Array<{ id: string; code: number | null; at: string }> = [];
+  let delivered: Array<{ id: string; lease: string; code: number | null; at: string }> = [];
   let writing: Promise<void> | undefined;
   const writeDelivered = (): Promise<void> => {
     if (writing) return writing;
@@ -121,8 +132,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
           await db.execute(sql`
             update webhook_delivery w set status = 'delivered', delivered_at = x.at, locked_until = null,
               last_status_code = x.code, last_error = null
-            from jsonb_to_recordset(${jsonb(batch)}) as x(id bigint, code int, at timestamptz)
-            where w.id = x.id and w.status = 'pending'`);
+            from jsonb_to_recordset(${jsonb(batch)}) as x(id bigint, lease bigint, code int, at timestamptz)
+            where w.id = x.id and w.status = 'pending' and ${stillClaimed('w', sql`x.lease`)}`);
         } catch (err) {
           // The leases expire and the rows are sent again: at least once.
           logger.warn({ err, deliveries: batch.length }, 'webhook deliveries not recorded');
@@ -139,7 +150,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     result: { ok: boolean; statusCode: number | null; error: string | null },
   ) => {
     if (result.ok) {
-      delivered.push({ id: row.id, code: result.statusCode, at: new Date().toISOString() });
+      delivered.push({ id: row.id, lease: row.lease, code: result.statusCode, at: new Date().toISOString() });
       await writeDelivered();
       return;
     }
@@ -155,7 +166,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         last_error = ${(result.error ?? 'failed').slice(0, 500)},
         status = case when created_at + ${window}::interval <= now() then 'failed' else 'pending' end,
         next_attempt_at = ${inMs(delay)}
-      where id = ${row.id}::bigint and status = 'pending'`);
+      where id = ${row.id}::bigint and status = 'pending' and ${stillClaimed('webhook_delivery', sql`${row.lease}::bigint`)}`);
   };
 
   const deliver = async (row: Claimed) => {
@@ -239,7 +250,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         const rows = await claim(free);
         // An endpoint changed while this claim ran: its rows may carry the old URL or enabled flag.
         if (claimedIn !== generation) {
-          await releaseRows(rows.map((r) => r.id));
+          await releaseRows(rows);
           continue;
         }
         for (const row of rows) {
@@ -256,17 +267,20 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
 
   /** Hands buffered rows back at once (their attempt never started) instead of leaving them to the lease. */
   const release = async () => {
-    const ids = [...buffers.values()].flat().map((r) => r.id);
+    const rows = [...buffers.values()].flat();
     buffers.clear();
     buffered = 0;
-    await releaseRows(ids);
+    await releaseRows(rows);
   };
-  const releaseRows = async (ids: string[]) => {
-    if (ids.length === 0) return;
+  // Only rows still under this worker's claim: one redelivered meanwhile already has a fresh attempt count.
+  const releaseRows = async (rows: Claimed[]) => {
+    if (rows.length === 0) return;
+    const claims = rows.map((r) => ({ id: r.id, lease: r.lease }));
     await db
       .execute(sql`
-        update webhook_delivery set locked_until = null, attempts = attempts - 1
-        where id = any(${`{${ids.join(',')}}`}::bigint[]) and status = 'pending'`)
+        update webhook_delivery w set locked_until = null, attempts = w.attempts - 1
+        from jsonb_to_recordset(${jsonb(claims)}) as x(id bigint, lease bigint)
+        where w.id = x.id and w.status = 'pending' and ${stillClaimed('w', sql`x.lease`)}`)
       .catch((err: unknown) => logger.warn({ err }, 'webhook worker: buffered rows left to their lease'));
   };
 
