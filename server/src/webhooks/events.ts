@@ -78,6 +78,10 @@ export function createWebhookEvents(deps: { db: Db; logger: Logger; refreshMs: n
         const body = storableJson({ type: e.type, timestamp: at.toISOString(), data: e.data });
         return { event_id: `msg_${randomUUID().replaceAll('-', '')}`, type: e.type, body };
       });
+      // FOR KEY SHARE: an endpoint whose DELETE commits while this statement runs is skipped (read committed
+      // re-checks a locked row and drops it once deleted) instead of failing the foreign key and, with it, the
+      // whole transaction of the cause: the notification, chat message or read mark that emitted the event.
+      // The foreign-key check takes this same lock on each inserted row anyway.
       const rows = rowsOf<{ n: number }>(
         await exec.execute(sql`
           with q as (
@@ -85,6 +89,7 @@ export function createWebhookEvents(deps: { db: Db; logger: Logger; refreshMs: n
             select e.id, x.event_id, x.type, x.body
             from jsonb_to_recordset(${jsonb(records)}) as x(event_id text, type text, body text)
             join webhook_endpoint e on x.type = any(e.events) and e.enabled
+            for key share of e
             returning 1)
           select count(*)::int as n from q`),
       );
