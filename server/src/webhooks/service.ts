@@ -115,7 +115,11 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     async rotateSecret(id: string): Promise<string | null> {
       if (!UUID_PATTERN.test(id)) return null;
       const secret = generateSecret();
-      return (await rotateSecret(db, id, deps.secrets.seal(secret), ROTATION_GRACE_MS)) ? secret : null;
+      if (!(await rotateSecret(db, id, deps.secrets.seal(secret), ROTATION_GRACE_MS))) return null;
+      // Rows already claimed carry the secrets of their claim: handed back like after a PATCH, so every
+      // delivery that starts after this returns is signed with the new secret too (and the previous one).
+      await deps.changed();
+      return secret;
     },
     /** Queues a webhook.test event for this endpoint alone; its event id, or null when there is no endpoint. */
     async sendTest(id: string): Promise<string | null> {
