@@ -40,6 +40,11 @@ export const accountRelations = {
   mail: sql`(select id, email, locale, (email_verified and not ${BAN_ACTIVE}) as mailable from "user")`,
   /** `(id)`: administrators whose ban (if any) is not in force: the authority an API key's creator must hold. */
   activeAdmins: sql`(select id from "user" where role = 'admin' and not ${BAN_ACTIVE})`,
+  /**
+   * `(id)`: accounts with no ban in force: who a notification may be pushed to (queued, and again when sent, so
+   * a ban stops what was queued before it too).
+   */
+  unbanned: sql`(select id from "user" where not ${BAN_ACTIVE})`,
   /** `(id, name, username)`: every account's public profile (chat shows members by name). */
   profiles: sql`(select id, name, username from "user")`,
   /**

@@ -3,6 +3,7 @@
 // INSERT … SELECT per batch however many users and browsers (a 500-user broadcast batch is one statement).
 // Sending is the worker's job (worker.ts); queued counts as delivered, like the email strategy.
 import { sql } from 'drizzle-orm';
+import { accountRelations } from '../auth/accounts.js';
 import { type Db, rowsOf, textArray } from '../infra/db.js';
 import type { DeliveryItem, DeliveryStrategy } from '../notifications/delivery.js';
 import { notificationRelations } from '../notifications/relations.js';
@@ -32,6 +33,7 @@ export function pushDeliveryStrategy(deps: { db: Db; kick: () => void }): Delive
               from unnest(${textArray(group.map((i) => i.userId))}, ${textArray(group.map((i) => i.notificationId))})
                 as x(user_id, nid)
               join ${notificationRelations.pushRecipients(type)} p on p.user_id = x.user_id
+              join ${accountRelations.unbanned} u on u.id = x.user_id
             ), s as (
               select t.user_id, t.nid::uuid as nid, s.id as sid, s.push_service
               from t join push_subscription s on s.user_id = t.user_id

@@ -8,6 +8,7 @@
 // cancelled); 429, 5xx and network errors retried with backoff and jitter, never sooner than Retry-After, until
 // the message is older than its TTL; any other answer failed, not retried.
 import { sql } from 'drizzle-orm';
+import { accountRelations } from '../auth/accounts.js';
 import type { DomainEvent } from '../events/outbox.js';
 import { type Db, jsonb, rowsOf, textArray } from '../infra/db.js';
 import { deleteOlderThan, type HousekeepingTask } from '../infra/housekeeping.js';
@@ -73,6 +74,8 @@ interface Claimed {
   metadata: Record<string, unknown> | null;
   n_created_at: Date | string | null;
   read: boolean | null;
+  /** false: the user is banned (or gone) since the message was queued. */
+  recipient_active: boolean;
 }
 
 interface Outcome {
@@ -139,11 +142,12 @@ export function createPushWorker(options: PushWorkerOptions) {
         from picked p
         left join push_subscription s on s.id = p.subscription_id and s.user_id = p.user_id
         left join ${notificationRelations.contents} n on n.id = p.notification_id
+        left join ${accountRelations.unbanned} u on u.id = p.user_id
         where d.id = p.id
         returning d.id::text as id, d.notification_id::text as notification_id,
           d.subscription_id::text as subscription_id, d.user_id, d.push_service, d.attempts, d.created_at,
           s.endpoint, s.p256dh, s.auth, n.type as n_type, n.title, n.content, n.metadata,
-          n.created_at as n_created_at, n.read`),
+          n.created_at as n_created_at, n.read, u.id is not null as recipient_active`),
     );
   };
 
@@ -252,6 +256,11 @@ export function createPushWorker(options: PushWorkerOptions) {
     }
     if (row.read) {
       await settleFinal(row, { status: 'cancelled', statusCode: null, error: 'read before it was sent' });
+      return;
+    }
+    if (!row.recipient_active) {
+      // Banned since it was queued: a ban stops what reaches the user's browsers too (chat messages included).
+      await settleFinal(row, { status: 'cancelled', statusCode: null, error: 'user banned' });
       return;
     }
     const ageMs = Date.now() - new Date(row.created_at).getTime();
