@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { type ApiKeyService, authenticateApiKey } from '../api-keys/index.js';
+import { type ApiKeyService, authenticateApiKey, confirmApiKey } from '../api-keys/index.js';
 import { countAccounts } from '../auth/accounts.js';
 import { authOf, requireAdmin, type SessionResolver } from '../auth/guard.js';
 import type { Config } from '../config.js';
@@ -129,6 +129,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
     '/admin/notifications/send',
     {
       onRequest: senderOnly,
+      preHandler: (request) => confirmApiKey(deps.apiKeys, request),
       // Up to 10,000 identifiers do not fit the global 64 KiB limit; only admins and keys (checked first) get this.
       bodyLimit: 4 * 1024 * 1024,
       schema: {

@@ -1,5 +1,5 @@
 // Owns the api_key table's queries (infra/schema/api-keys.ts).
-import { desc, eq, sql } from 'drizzle-orm';
+import { desc, eq, type SQL, sql } from 'drizzle-orm';
 import { accountRelations } from '../auth/accounts.js';
 import type { Db } from '../infra/db.js';
 import { apiKey } from '../infra/schema/index.js';
@@ -25,9 +25,18 @@ export function listApiKeys(db: Db): Promise<ApiKeyRow[]> {
  * column is then null) holds none. Read in the same statement as the key, so a ban or demotion committed before
  * this query is always seen, on every instance.
  */
-export async function findByHash(
+export function findByHash(db: Db, keyHash: string) {
+  return findWithCreator(db, eq(apiKey.keyHash, keyHash));
+}
+
+/** The key with this id, read as findByHash reads it (the check again once a request's body has arrived). */
+export function findById(db: Db, id: string) {
+  return findWithCreator(db, eq(apiKey.id, id));
+}
+
+async function findWithCreator(
   db: Db,
-  keyHash: string,
+  where: SQL,
 ): Promise<(ApiKeyRow & { creatorActive: boolean }) | undefined> {
   const [row] = await db
     .select({
@@ -35,7 +44,7 @@ export async function findByHash(
       creatorActive: sql<boolean>`exists (select 1 from ${accountRelations.activeAdmins} a where a.id = ${apiKey.createdBy})`,
     })
     .from(apiKey)
-    .where(eq(apiKey.keyHash, keyHash))
+    .where(where)
     .limit(1);
   return row ? { ...row.key, creatorActive: row.creatorActive === true } : undefined;
 }

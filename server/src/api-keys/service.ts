@@ -12,6 +12,7 @@ import {
   type ApiKeyRow,
   deleteApiKey,
   findByHash,
+  findById,
   insertApiKey,
   listApiKeys,
   touchApiKeys,
@@ -55,6 +56,11 @@ export interface ApiKeyService {
   isApiKeyHeader(header: string | undefined): boolean;
   /** The key's principal, or 401 (unknown/revoked/expired/malformed), 403 (scope), 429 (rate limit). */
   authenticate(header: string | undefined, scope: ApiKeyScope): Promise<ApiKeyPrincipal>;
+  /**
+   * 401 unless the authenticated key still works (not revoked, not expired, its creator still an active admin):
+   * the check again once a request's body has arrived, which a client can hold back for as long as it likes.
+   */
+  confirm(principal: ApiKeyPrincipal): Promise<void>;
   /** Writes the batched last-use times now. */
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -76,6 +82,15 @@ function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null;
   const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
   return match?.[1] ?? null;
+}
+
+/** Throws 401 when a found key no longer works: expired, or its creator's authority gone. */
+function checkStanding(row: { expiresAt: Date | null; creatorActive: boolean }): void {
+  if (row.expiresAt && row.expiresAt.getTime() <= Date.now()) throw unauthorized('This API key has expired');
+  // A key carries its creator's authority: once they are banned, demoted or deleted it stops working.
+  if (!row.creatorActive) {
+    throw unauthorized('The administrator who created this API key no longer holds that role');
+  }
 }
 
 export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
@@ -149,12 +164,7 @@ export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
       const row = await findByHash(db, hash.toString('hex'));
       // The index finds the row by hash; the final comparison is constant-time all the same.
       if (!row || !timingSafeEqual(Buffer.from(row.keyHash, 'hex'), hash)) throw unauthorized();
-      if (row.expiresAt && row.expiresAt.getTime() <= Date.now())
-        throw unauthorized('This API key has expired');
-      // A key carries its creator's authority: once they are banned, demoted or deleted it stops working.
-      if (!row.creatorActive) {
-        throw unauthorized('The administrator who created this API key no longer holds that role');
-      }
+      checkStanding(row);
       if (!row.scopes.includes(scope)) {
         throw forbidden(`This API key lacks the ${scope} scope`);
       }
@@ -167,6 +177,11 @@ export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
       }
       pending.set(row.id, new Date());
       return { id: row.id, name: row.name, scopes: row.scopes as ApiKeyScope[] };
+    },
+    async confirm(principal) {
+      const row = await findById(db, principal.id);
+      if (!row) throw unauthorized('This API key has been revoked');
+      checkStanding(row);
     },
     flush,
     async close() {
