@@ -26,10 +26,19 @@ export const KEY_PREFIX = 'hk_';
 const KEY_PATTERN = /^hk_[A-Za-z0-9_-]{43}$/;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/**
+ * A body that arrives later than this after the key check gets the key checked again (`confirm`). Below it, the
+ * window in which a revocation can overtake the request is as short as the handler's own; re-reading the key for
+ * every send cost about a fifth of the API-key send rate (docs/performance.md), so only a held-back body pays.
+ */
+export const CONFIRM_AFTER_MS = 100;
+
 export interface ApiKeyPrincipal {
   id: string;
   name: string;
   scopes: ApiKeyScope[];
+  /** performance.now() when the key was checked. */
+  checkedAt: number;
 }
 
 export interface ApiKeyView {
@@ -57,8 +66,9 @@ export interface ApiKeyService {
   /** The key's principal, or 401 (unknown/revoked/expired/malformed), 403 (scope), 429 (rate limit). */
   authenticate(header: string | undefined, scope: ApiKeyScope): Promise<ApiKeyPrincipal>;
   /**
-   * 401 unless the authenticated key still works (not revoked, not expired, its creator still an active admin):
-   * the check again once a request's body has arrived, which a client can hold back for as long as it likes.
+   * 401 unless the authenticated key still works (not revoked, not expired, its creator still an active admin),
+   * read again when the key was checked CONFIRM_AFTER_MS or longer ago: the check again once a request's body has
+   * arrived, which a client can hold back for as long as it likes.
    */
   confirm(principal: ApiKeyPrincipal): Promise<void>;
   /** Writes the batched last-use times now. */
@@ -176,9 +186,15 @@ export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
         });
       }
       pending.set(row.id, new Date());
-      return { id: row.id, name: row.name, scopes: row.scopes as ApiKeyScope[] };
+      return {
+        id: row.id,
+        name: row.name,
+        scopes: row.scopes as ApiKeyScope[],
+        checkedAt: performance.now(),
+      };
     },
     async confirm(principal) {
+      if (performance.now() - principal.checkedAt < CONFIRM_AFTER_MS) return;
       const row = await findById(db, principal.id);
       if (!row) throw unauthorized('This API key has been revoked');
       checkStanding(row);

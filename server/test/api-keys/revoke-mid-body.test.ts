@@ -1,13 +1,14 @@
 // A revoked API key stops working before the DELETE returns (CONTRACT §9), including for a request whose headers,
 // and so the key check, came before the revocation but whose body is completed after it. The key is checked in
-// onRequest (before a body of up to 4 MiB is read) and, since this test, again once the body has arrived: before,
-// such a request still sent its notification (every round, from outside). Two instances on one database; a real
+// onRequest (before a body of up to 4 MiB is read) and, since this test, again once the body has arrived when that
+// took CONFIRM_AFTER_MS or longer: before, such a request still sent its notification (every round, from outside). Two instances on one database; a real
 // HTTP client on loopback holds the body back. A send whose creator was demoted meanwhile is refused the same way.
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONFIRM_AFTER_MS } from '../../src/api-keys/service.js';
 import type { App } from '../../src/app.js';
 import { rowsOf } from '../../src/infra/db.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
@@ -76,9 +77,12 @@ describe('API key checked again once the body has arrived', () => {
     });
     return { answer, finish: () => finish() };
   };
-  /** The key check of instance b has run once the key's use is recorded. */
-  const keyChecked = (id: string) =>
-    expect
+  /**
+   * The key check of instance b has run once the key's use is recorded; the body is then held back longer than
+   * CONFIRM_AFTER_MS, as a client that means to act after a revocation would.
+   */
+  const keyChecked = async (id: string) => {
+    await expect
       .poll(
         async () =>
           rowsOf<{ used: boolean }>(
@@ -89,6 +93,8 @@ describe('API key checked again once the body has arrived', () => {
         { timeout: 20_000 },
       )
       .toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, CONFIRM_AFTER_MS + 20));
+  };
   const sentTitled = async (title: string) =>
     rowsOf<{ n: number }>(
       await db().execute(sql`select count(*)::int as n from notification where title = ${title}`),
