@@ -41,15 +41,15 @@ export const accountRelations = {
   /** `(id)`: administrators whose ban (if any) is not in force: the authority an API key's creator must hold. */
   activeAdmins: sql`(select id from "user" where role = 'admin' and not ${BAN_ACTIVE})`,
   /**
-   * `(id)`: accounts with no ban in force: who a notification may be pushed to (queued, and again when sent, so
-   * a ban stops what was queued before it too).
+   * `(id)`: accounts with no ban in force: the members chat notifies of a direct message, and who a notification
+   * may be pushed to (queued, and again when sent, so a ban stops what was queued before it too).
    */
   unbanned: sql`(select id from "user" where not ${BAN_ACTIVE})`,
   /** `(id, name, username)`: every account's public profile (chat shows members by name). */
   profiles: sql`(select id, name, username from "user")`,
   /**
-   * `(id, name, username)`: accounts with no ban in force (chat's audience of `general` and who may be invited;
-   * the same rule as isBanActive everywhere else).
+   * `(id, name, username)`: accounts with no ban in force (chat's audience of `general`, who may be invited, and
+   * who chat notifies of a mention; the same rule as isBanActive everywhere else).
    */
   unbannedProfiles: sql`(select id, name, username from "user" where not ${BAN_ACTIVE})`,
 };

@@ -19,9 +19,12 @@ export interface RoomMembers {
   ): Promise<{ lastReadSeq: number; unreadCount: number; changed: boolean; kind: RoomKind } | RoomError>;
   /** Which of `userIds` are members of the room now (subscribers re-checked after a removal). */
   membersAmong(roomId: string, userIds: string[]): Promise<Set<string>>;
-  /** Members of a room whose username is in `usernames` (mentions), with their names. */
+  /**
+   * Members of a room whose username is in `usernames` (mentions), with their names; only those with no ban in
+   * force (who chat may notify: a banned user is notified of nothing, as the admin send skips them too).
+   */
   membersByUsername(roomId: string, usernames: string[]): Promise<Array<{ userId: string; name: string }>>;
-  /** Member ids of a room, at most `limit` (direct rooms: both). */
+  /** Member ids of a room with no ban in force, at most `limit` (direct rooms: both; see membersByUsername). */
   memberIds(roomId: string, limit: number): Promise<string[]>;
   /** Ids of the rooms the user is a member of (general only when a read position was stored there). */
   roomIdsOf(userId: string): Promise<string[]>;
@@ -100,7 +103,7 @@ export function createRoomMembers(db: Db, views: RoomViews): RoomMembers {
           }>(sql`select id, name from ${accountRelations.unbannedProfiles} u
             where lower(username) = any(${textArray(lower)})`)
         : await rows<{ id: string; name: string }>(sql`select u.id, u.name from chat_member cm
-            join ${accountRelations.profiles} u on u.id = cm.user_id
+            join ${accountRelations.unbannedProfiles} u on u.id = cm.user_id
             where cm.room_id = ${roomId} and lower(u.username) = any(${textArray(lower)})`);
       return r.map((x) => ({ userId: x.id, name: x.name }));
     },
@@ -114,7 +117,8 @@ export function createRoomMembers(db: Db, views: RoomViews): RoomMembers {
 
     async memberIds(roomId, limit) {
       const r = await rows<{ user_id: string }>(
-        sql`select user_id from chat_member where room_id = ${roomId} limit ${limit}`,
+        sql`select cm.user_id from chat_member cm join ${accountRelations.unbanned} u on u.id = cm.user_id
+            where cm.room_id = ${roomId} limit ${limit}`,
       );
       return r.map((x) => x.user_id);
     },
