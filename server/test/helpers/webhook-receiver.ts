@@ -4,6 +4,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'drizzle-orm';
+import type { App } from '../../src/app.js';
 
 export interface Received {
   id: string;
@@ -148,3 +150,17 @@ export interface WebhookBody {
 }
 
 export const bodyOf = (r: Received) => JSON.parse(r.body) as WebhookBody;
+
+/**
+ * Between tests: no endpoint left (so no test receives another's events, and every instance of `app` knows it at
+ * once), and the receiver, if any, with nothing held, nothing recorded and answering 200 again.
+ */
+export async function resetWebhooks(app: App, receiver?: WebhookReceiver): Promise<void> {
+  receiver?.releaseHung();
+  await app.ctx.database.db.execute(sql`delete from webhook_endpoint`);
+  await app.ctx.webhooks.events.refresh();
+  if (receiver) {
+    receiver.respond = () => 200;
+    receiver.received.length = 0;
+  }
+}

@@ -7,7 +7,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { bodyOf, startReceiver, verifySignature, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import {
+  bodyOf,
+  resetWebhooks,
+  startReceiver,
+  verifySignature,
+  type WebhookReceiver,
+} from '../helpers/webhook-receiver.js';
 
 interface Hook {
   id: string;
@@ -64,12 +70,7 @@ describe('webhook management', () => {
     [admin, user] = await Promise.all([createAdmin(app, env.smtp), createVerifiedUser(app, env.smtp)]);
     receiver = await startReceiver();
   });
-  afterEach(async () => {
-    await app.ctx.database.db.execute(sql`delete from webhook_endpoint`);
-    await app.ctx.webhooks.events.refresh();
-    receiver.respond = () => 200;
-    receiver.received.length = 0;
-  });
+  afterEach(() => resetWebhooks(app, receiver));
   afterAll(async () => {
     await receiver?.close();
     await env?.close();

@@ -11,7 +11,13 @@ import { rowsOf } from '../../src/infra/db.js';
 import { redeliver } from '../../src/webhooks/repository.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { bodyOf, startReceiver, verifySignature, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import {
+  bodyOf,
+  resetWebhooks,
+  startReceiver,
+  verifySignature,
+  type WebhookReceiver,
+} from '../helpers/webhook-receiver.js';
 
 describe('redelivery racing the attempt in flight', () => {
   let env: TestEnv;
@@ -42,12 +48,7 @@ describe('redelivery racing the attempt in flight', () => {
   const call = (method: 'GET' | 'POST', url: string, payload?: Record<string, unknown>) =>
     app.inject({ method, url, headers: jsonHeaders(admin.cookie), ...(payload ? { payload } : {}) });
 
-  afterEach(async () => {
-    receiver.releaseHung();
-    await app.ctx.database.db.execute(sql`delete from webhook_endpoint`);
-    await app.ctx.webhooks.events.refresh();
-    receiver.received.length = 0;
-  });
+  afterEach(() => resetWebhooks(app, receiver));
 
   /** A webhook whose first attempt for a new notification is held by the receiver, then redelivered. */
   const holdAndRedeliver = async (title: string) => {

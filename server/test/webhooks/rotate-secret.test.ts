@@ -9,7 +9,13 @@ import type { App } from '../../src/app.js';
 import { rowsOf } from '../../src/infra/db.js';
 import { createTestEnv, type TestEnv } from '../helpers/app.js';
 import { createAdmin, createVerifiedUser, jsonHeaders, type TestUser } from '../helpers/users.js';
-import { bodyOf, startReceiver, verifySignature, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import {
+  bodyOf,
+  resetWebhooks,
+  startReceiver,
+  verifySignature,
+  type WebhookReceiver,
+} from '../helpers/webhook-receiver.js';
 
 const ROUNDS = 3;
 
@@ -50,13 +56,7 @@ describe('rotate-secret', () => {
     [admin, user] = await Promise.all([createAdmin(app, env.smtp), createVerifiedUser(app, env.smtp)]);
     receiver = await startReceiver();
   });
-  afterEach(async () => {
-    receiver.releaseHung();
-    await app.ctx.database.db.execute(sql`delete from webhook_endpoint`);
-    await app.ctx.webhooks.events.refresh();
-    receiver.respond = () => 200;
-    receiver.received.length = 0;
-  });
+  afterEach(() => resetWebhooks(app, receiver));
   afterAll(async () => {
     await receiver?.close();
     await env?.close();
@@ -103,8 +103,7 @@ describe('rotate-secret', () => {
           );
         }
       }
-      await app.ctx.database.db.execute(sql`delete from webhook_endpoint`);
-      await app.ctx.webhooks.events.refresh();
+      await resetWebhooks(app);
     }
     expect(failures).toEqual([]);
   }, 120_000);
@@ -136,7 +135,7 @@ describe('rotate-secret', () => {
       );
       if (parts.length !== 2 || signers.includes(-1) || signers[0] === signers[1])
         failures.push(`round ${round}: ${parts.length} signatures, signers ${JSON.stringify(signers)}`);
-      await app.ctx.database.db.execute(sql`delete from webhook_endpoint`);
+      await resetWebhooks(app);
     }
     expect(failures).toEqual([]);
   }, 120_000);

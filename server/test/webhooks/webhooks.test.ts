@@ -23,6 +23,7 @@ import {
 import {
   bodyOf,
   type Received,
+  resetWebhooks,
   startReceiver,
   verifySignature,
   type WebhookReceiver,
@@ -118,11 +119,7 @@ describe('webhooks', () => {
     await app.listen({ port: 0, host: '127.0.0.1' });
     [admin, user] = await Promise.all([createAdmin(app, env.smtp), createVerifiedUser(app, env.smtp)]);
   });
-  afterEach(async () => {
-    // Every test starts without endpoints, so no test receives another's events.
-    await app.ctx.database.db.execute(sql`delete from webhook_endpoint`);
-    await app.ctx.webhooks.events.refresh();
-  });
+  afterEach(() => resetWebhooks(app));
   afterAll(async () => {
     await Promise.allSettled(receivers.map((r) => r.close()));
     await env?.close();
